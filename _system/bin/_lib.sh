@@ -1,0 +1,63 @@
+# Shared by the llm-wiki job scripts; sourced, never run. POSIX sh (dash): no bash-isms.
+#
+# Environment (all a script needs; it runs fine under `env -i`):
+#   LLM_WIKI_DIR       the wiki folder (required, here or in the env file)
+#   LLM_WIKI_PYTHON    absolute path of a Python that has llm-wiki's dependencies
+#                      (default: python3 on PATH); this checkout's package is put on PYTHONPATH
+#   LLM_WIKI_ENV_FILE  a file of KEY=value lines loaded first (default:
+#                      $HOME/.config/llm-wiki/env); the place for ANTHROPIC_API_KEY and PATH
+#                      additions. Keep it mode 0600.
+#
+# Log lines go to stderr as "<UTC time> <job> <message>"; the scheduler files them.
+
+LLM_WIKI_BIN=$(CDPATH= cd -- "$(dirname -- "$0")" && pwd)
+LLM_WIKI_SRC=$(dirname -- "$LLM_WIKI_BIN")
+job=$(basename -- "$0")
+
+wiki_log() {
+    printf '%s %s %s\n' "$(date -u +%Y-%m-%dT%H:%M:%SZ)" "$job" "$*" >&2
+}
+
+wiki_die() {
+    wiki_log "ERROR: $*"
+    exit "${2:-1}"
+}
+
+if [ -z "${LLM_WIKI_ENV_FILE:-}" ] && [ -n "${HOME:-}" ]; then
+    LLM_WIKI_ENV_FILE="$HOME/.config/llm-wiki/env"
+fi
+if [ -n "${LLM_WIKI_ENV_FILE:-}" ] && [ -f "$LLM_WIKI_ENV_FILE" ]; then
+    set -a
+    # shellcheck disable=SC1090
+    . "$LLM_WIKI_ENV_FILE"
+    set +a
+fi
+
+[ -n "${LLM_WIKI_DIR:-}" ] || wiki_die "LLM_WIKI_DIR is not set; set it in ${LLM_WIKI_ENV_FILE:-the env file}." 2
+export LLM_WIKI_DIR
+PYTHONPATH="$LLM_WIKI_SRC${PYTHONPATH:+:$PYTHONPATH}"
+export PYTHONPATH
+
+# Run the llm-wiki command with this checkout's package.
+llm_wiki() {
+    "${LLM_WIKI_PYTHON:-python3}" -m llm_wiki "$@"
+}
+
+# Take this job's lock, or exit 0 saying another run holds it. Released on exit.
+wiki_job_lock() {
+    lock_dir="$LLM_WIKI_DIR/.llm-wiki/jobs/$job.lock"
+    mkdir -p "$LLM_WIKI_DIR/.llm-wiki/jobs" || wiki_die "cannot create $LLM_WIKI_DIR/.llm-wiki/jobs"
+    if ! mkdir "$lock_dir" 2>/dev/null; then
+        holder=$(cat "$lock_dir/pid" 2>/dev/null || true)
+        if [ -n "$holder" ] && kill -0 "$holder" 2>/dev/null; then
+            wiki_log "another run (pid $holder) holds the lock; exiting"
+            exit 0
+        fi
+        wiki_log "removing a stale lock left by pid ${holder:-unknown}"
+        rm -rf "$lock_dir"
+        mkdir "$lock_dir" 2>/dev/null || { wiki_log "another run took the lock; exiting"; exit 0; }
+    fi
+    echo $$ >"$lock_dir/pid"
+    trap 'rm -rf "$lock_dir"' EXIT
+    trap 'exit 130' INT TERM HUP
+}

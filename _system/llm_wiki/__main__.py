@@ -1,0 +1,3 @@
+from llm_wiki.cli import main
+
+main()

@@ -1,0 +1,118 @@
+"""Scopes and readers: who may read and write what.
+
+Every read takes a :class:`Viewer`. Without ``access.yaml`` the wiki is single-user and the viewer
+sees everything; with it, the reader must be named (``--as`` or ``LLM_WIKI_READER``) and sees only
+the scopes ``access.yaml`` grants. A hidden entry must look exactly like an absent one, so callers
+filter with :meth:`Viewer.can_read` (or the SQL from :meth:`Viewer.sql_filter`) and never say why.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import Any
+
+from llm_wiki.entries import NAME_RE, load_yaml
+from llm_wiki.errors import InvalidInput, WikiError
+from llm_wiki.wiki import Wiki
+
+ENV_READER = "LLM_WIKI_READER"
+
+
+@dataclass(frozen=True)
+class Viewer:
+    """One reader, fixed for one invocation. ``read``/``write`` of None mean every scope."""
+
+    name: str
+    read: frozenset[str] | None
+    write: frozenset[str] | None
+    walls: bool = False  # access.yaml is in force
+
+    @classmethod
+    def everyone(cls) -> Viewer:
+        return cls(name="", read=None, write=None, walls=False)
+
+    @property
+    def sees_all(self) -> bool:
+        return self.read is None
+
+    def can_read(self, scope: str) -> bool:
+        return self.read is None or scope in self.read
+
+    def can_write(self, scope: str) -> bool:
+        return self.write is None or scope in self.write
+
+    def visible(self, scopes: Iterable[str]) -> list[str]:
+        return sorted(s for s in scopes if self.can_read(s))
+
+    def sql_filter(self, column: str = "scope") -> tuple[str, list[str]]:
+        """A WHERE fragment (and its parameters) limiting rows to this viewer's scopes."""
+        if self.read is None:
+            return "1", []
+        if not self.read:
+            return "0", []
+        marks = ",".join("?" * len(self.read))
+        return f"{column} IN ({marks})", sorted(self.read)
+
+
+def load_access(wiki: Wiki) -> dict[str, Any] | None:
+    """The parsed access.yaml, or None in single-user mode."""
+    try:
+        text = wiki.access_path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        return None
+    data = load_yaml(text, str(wiki.access_path)) or {}
+    readers = data.get("readers") if isinstance(data, dict) else None
+    if not isinstance(readers, dict):
+        raise InvalidInput(
+            f"{wiki.access_path}: expected 'readers:' mapping each reader to its scopes; "
+            "see the README section on walls."
+        )
+    return data
+
+
+def resolve_viewer(wiki: Wiki, reader: str | None = None) -> Viewer:
+    """The viewer for this invocation: ``--as`` > ``LLM_WIKI_READER``; fail closed under walls."""
+    name = (reader or os.environ.get(ENV_READER) or "").strip()
+    access = load_access(wiki)
+    if access is None:
+        return Viewer(name=name, read=None, write=None, walls=False)
+    if not name:
+        raise WikiError(
+            "This wiki has walls (access.yaml): say who is reading with --as READER or "
+            f"{ENV_READER}=READER."
+        )
+    spec = access["readers"].get(name)
+    if not isinstance(spec, dict):
+        raise WikiError(
+            f"Reader {name!r} is not in access.yaml; ask the wiki's admin to add it, or use "
+            "another --as."
+        )
+    if spec.get("admin") is True:
+        return Viewer(name=name, read=None, write=None, walls=True)
+    scopes = _scopes(spec.get("scopes"), name)
+    read_only = _scopes(spec.get("read_only"), name)
+    return Viewer(
+        name=name,
+        read=frozenset(scopes) | frozenset(read_only),
+        write=frozenset(scopes),
+        walls=True,
+    )
+
+
+def _scopes(value: Any, name: str) -> list[str]:
+    if value is None:
+        return []
+    if not isinstance(value, list) or not all(
+        isinstance(s, str) and NAME_RE.match(s) for s in value
+    ):
+        raise InvalidInput(
+            f"access.yaml: scopes of reader {name!r} must be a list of scope names "
+            "(lowercase letters, digits, hyphens)."
+        )
+    return value
+
+
+def walls_on(wiki: Wiki) -> bool:
+    return wiki.access_path.exists()

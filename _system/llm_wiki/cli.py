@@ -1,0 +1,489 @@
+"""The ``llm-wiki`` command: a thin adapter over the library (the only module importing click).
+
+Each command resolves the wiki and reader, calls one library function, and prints human text or
+``--json``. Library modules are imported inside the commands so ``--help`` and ``write`` stay fast.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+import click
+
+from llm_wiki import __version__
+from llm_wiki.errors import WikiError
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+class _Group(click.Group):
+    """Turns every WikiError into one line on stderr and its exit code."""
+
+    def invoke(self, ctx: click.Context) -> Any:
+        try:
+            return super().invoke(ctx)
+        except WikiError as exc:
+            click.echo(f"Error: {exc.message}", err=True)
+            ctx.exit(exc.exit_code)
+        except BrokenPipeError:  # `llm-wiki list | head`
+            sys.stderr.close()
+            ctx.exit(1)
+
+
+def _wiki_options(func: F) -> F:
+    """``--wiki`` and ``--as`` on a command (they may also come before the command name)."""
+    func = click.option(
+        "--as",
+        "reader",
+        metavar="READER",
+        default=None,
+        help="Who is reading (walls); else LLM_WIKI_READER.",
+    )(func)
+    func = click.option(
+        "--wiki",
+        "wiki_path",
+        metavar="PATH",
+        default=None,
+        help="The wiki folder; else LLM_WIKI_DIR, the nearest wiki upward, or ~/llm-wiki.",
+    )(func)
+    return func
+
+
+def _context(wiki_path: str | None, reader: str | None) -> tuple[Any, Any]:
+    """The wiki and viewer for this invocation (command flags win over group flags)."""
+    from llm_wiki.access import resolve_viewer
+    from llm_wiki.wiki import resolve_wiki
+
+    obj = click.get_current_context().find_root().obj or {}
+    wiki = resolve_wiki(wiki_path or obj.get("wiki_path"))
+    viewer = resolve_viewer(wiki, reader or obj.get("reader"))
+    return wiki, viewer
+
+
+def _print_json(data: Any) -> None:
+    click.echo(json.dumps(data, indent=2, ensure_ascii=False, default=str))
+
+
+_json_option = click.option("--json", "as_json", is_flag=True, help="Print JSON for agents.")
+
+
+@click.group(cls=_Group, context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(__version__, prog_name="llm-wiki")
+@_wiki_options
+@click.pass_context
+def cli(ctx: click.Context, wiki_path: str | None, reader: str | None) -> None:
+    """A compounding memory for people and AI agents.
+
+    An append-only archive of typed, immutable markdown entries (decisions with the alternatives
+    they rejected, incidents, syntheses, reflections), a generated INDEX.md, and an LLM that
+    answers questions from it with citations.
+
+    Example usage:
+
+        llm-wiki init ~/llm-wiki
+        llm-wiki write --type decision --domain platform --summary "Use Postgres" \\
+            --alt "mysql: weaker JSON support"
+        llm-wiki list --domain platform
+    """
+    ctx.obj = {"wiki_path": wiki_path, "reader": reader}
+
+
+# --------------------------------------------------------------------------- init
+
+
+@cli.command(name="init")
+@click.argument("path", required=False)
+@_json_option
+def wiki_init(path: str | None, as_json: bool) -> None:
+    """Create a wiki: README.md, schema.md, settings.yaml, INDEX.md, log.md, entries/.
+
+    PATH defaults to --wiki, LLM_WIKI_DIR, or ~/llm-wiki. A non-empty folder that is not a wiki
+    is refused; an existing wiki is left as it is.
+
+    Example usage:
+
+        llm-wiki init ~/llm-wiki
+    """
+    import os
+    from pathlib import Path
+
+    from llm_wiki.wiki import ENV_DIR, init_wiki
+
+    obj = click.get_current_context().find_root().obj or {}
+    target = (
+        path or obj.get("wiki_path") or os.environ.get(ENV_DIR) or str(Path.home() / "llm-wiki")
+    )
+    result = init_wiki(target)
+    if as_json:
+        _print_json({"root": result.root, "created": result.created, "files": list(result.files)})
+    elif result.created:
+        click.echo(f"Created a wiki at {result.root}")
+        click.echo(f"Next: llm-wiki --wiki {result.root} write --help")
+    else:
+        click.echo(f"{result.root} is already a wiki; nothing changed.")
+
+
+# --------------------------------------------------------------------------- write
+
+
+@cli.command(name="write")
+@click.option(
+    "--type",
+    "type_",
+    metavar="TYPE",
+    help="decision | incident | synthesis | reflection (schema.md).",
+)
+@click.option("--domain", help="One area, e.g. platform (lowercase, digits, hyphens).")
+@click.option("--summary", help="What happened or was decided, in one sentence.")
+@click.option("--tag", multiple=True, help="A tag (repeatable).")
+@click.option("--actor", multiple=True, help="Who took part (repeatable).")
+@click.option(
+    "--supersedes", multiple=True, metavar="ID", help="An entry this one replaces (repeatable)."
+)
+@click.option(
+    "--alt",
+    multiple=True,
+    metavar='"ID: REASON"',
+    help="An alternative that was rejected, and why (repeatable).",
+)
+@click.option("--alias", multiple=True, help="Another name for it, any language (repeatable).")
+@click.option("--question", multiple=True, help="A question this entry answers (repeatable).")
+@click.option(
+    "--source",
+    multiple=True,
+    help="What it rests on: an entry id, raw/<sha256>.<ext>#L1-L9, or kind:name.",
+)
+@click.option("--scope", help="Its audience; default from settings.yaml (shared).")
+@click.option("--status", help="active (default) | proposed | rejected | deprecated.")
+@click.option("--origin", help="authored (default) | imported | ingested | consolidated | answer.")
+@click.option("--date", help="YYYY-MM-DD; default today.")
+@click.option("--id", "entry_id", help="An explicit id instead of a minted one.")
+@click.option("--body", help="The markdown body.")
+@click.option(
+    "--body-file",
+    type=click.Path(dir_okay=False, allow_dash=True),
+    help="Read the body from a file (- for stdin).",
+)
+@click.option(
+    "--from",
+    "from_file",
+    type=click.Path(dir_okay=False, allow_dash=True),
+    help="An entry as markdown with frontmatter, YAML or JSON (- for stdin); flags override its fields.",
+)
+@click.option("--dry-run", is_flag=True, help="Validate and print the entry; write nothing.")
+@_json_option
+@_wiki_options
+def entry_write(
+    type_: str | None,
+    domain: str | None,
+    summary: str | None,
+    tag: tuple[str, ...],
+    actor: tuple[str, ...],
+    supersedes: tuple[str, ...],
+    alt: tuple[str, ...],
+    alias: tuple[str, ...],
+    question: tuple[str, ...],
+    source: tuple[str, ...],
+    scope: str | None,
+    status: str | None,
+    origin: str | None,
+    date: str | None,
+    entry_id: str | None,
+    body: str | None,
+    body_file: str | None,
+    from_file: str | None,
+    dry_run: bool,
+    as_json: bool,
+    wiki_path: str | None,
+    reader: str | None,
+) -> None:
+    """Record a new entry. Entries are never edited: to change one, supersede it.
+
+    Example usage:
+
+        llm-wiki write --type decision --domain platform --tag database \\
+            --summary "Use Postgres for the ledger" \\
+            --alt "mysql: weaker JSON support" --alt "dynamodb: no joins" \\
+            --body "Context and consequences..."
+        llm-wiki write --from entry.md --json
+    """
+    from llm_wiki.entries import draft, load_draft
+    from llm_wiki.errors import InvalidInput
+    from llm_wiki.store import write_entry
+
+    if body is not None and body_file is not None:
+        raise InvalidInput("give --body or --body-file, not both.")
+    base: dict[str, Any] = {}
+    if from_file is not None:
+        base = load_draft(_read_input(from_file, "--from"), f"--from {from_file}")
+        if entry_id is None and base.get("id"):
+            entry_id = str(base["id"])
+    if body_file is not None:
+        body = _read_input(body_file, "--body-file")
+    wiki, viewer = _context(wiki_path, reader)
+    entry = draft(
+        base,
+        type=type_,
+        domain=domain,
+        summary=summary,
+        tag=tag,
+        actor=actor,
+        supersedes=supersedes,
+        alt=alt,
+        alias=alias,
+        question=question,
+        source=source,
+        scope=scope,
+        status=status,
+        origin=origin,
+        date=date,
+        body=body,
+        what="entry",
+    )
+    result = write_entry(wiki, entry, viewer=viewer, explicit_id=entry_id, dry_run=dry_run)
+    if as_json:
+        data = result.to_dict()
+        if dry_run:
+            data["dry_run"] = True
+            data["text"] = result.text
+        _print_json(data)
+    elif dry_run:
+        click.echo(result.text, nl=False)
+        click.echo(f"(dry run: would write {result.path})", err=True)
+    elif result.created:
+        click.echo(f"Recorded {result.id}")
+        click.echo(f"  {result.path}")
+    else:
+        click.echo(f"Already recorded {result.id} (identical content); nothing written.")
+        click.echo(f"  {result.path}")
+
+
+def _read_input(name: str, flag: str) -> str:
+    from llm_wiki.entries import decode_text
+    from llm_wiki.errors import InvalidInput
+
+    try:
+        if name == "-":
+            raw = sys.stdin.buffer.read()
+        else:
+            with open(name, "rb") as fh:
+                raw = fh.read()
+    except OSError as exc:
+        raise InvalidInput(f"{flag} {name}: {exc.strerror}; check the path.") from None
+    return decode_text(raw, f"{flag} {name}")
+
+
+# --------------------------------------------------------------------------- reads
+
+
+@cli.command(name="show")
+@click.argument("entry_id", metavar="ID")
+@_json_option
+@_wiki_options
+def entry_show(entry_id: str, as_json: bool, wiki_path: str | None, reader: str | None) -> None:
+    """Print one entry, with its derived status (superseded by ...).
+
+    Example usage:
+
+        llm-wiki show 2026-05-02-use-postgres-for-the-ledger-3f2a
+    """
+    from llm_wiki.reads import show_entry
+
+    wiki, viewer = _context(wiki_path, reader)
+    shown = show_entry(wiki, entry_id, viewer)
+    if as_json:
+        _print_json(shown.to_dict())
+        return
+    click.echo(shown.text, nl=not shown.text.endswith("\n"))
+    notes = []
+    if shown.row.superseded_by:
+        notes.append("superseded by " + ", ".join(shown.row.superseded_by))
+    if shown.row.archive:
+        notes.append(f"archived in {shown.row.archive}")
+    if notes:
+        click.echo(f"\n[{'; '.join(notes)}]")
+
+
+@cli.command(name="list")
+@click.option("--type", "type_", help="Only this type.")
+@click.option("--domain", help="Only this domain.")
+@click.option("--tag", help="Only entries with this tag.")
+@click.option("--actor", help="Only entries this person took part in.")
+@click.option("--scope", help="Only this scope (of those you may read).")
+@click.option("--since", metavar="YYYY-MM-DD", help="Dated on or after.")
+@click.option("--until", metavar="YYYY-MM-DD", help="Dated on or before.")
+@click.option(
+    "--status",
+    type=click.Choice(["active", "proposed", "rejected", "deprecated", "superseded", "all"]),
+    default="all",
+    show_default=True,
+    help="Effective status (superseded is derived).",
+)
+@click.option("--limit", type=click.IntRange(min=1), default=50, show_default=True)
+@click.option("--offset", type=click.IntRange(min=0), default=0, help="Skip this many (paging).")
+@_json_option
+@_wiki_options
+def entry_list(
+    type_: str | None,
+    domain: str | None,
+    tag: str | None,
+    actor: str | None,
+    scope: str | None,
+    since: str | None,
+    until: str | None,
+    status: str,
+    limit: int,
+    offset: int,
+    as_json: bool,
+    wiki_path: str | None,
+    reader: str | None,
+) -> None:
+    """List entries, newest first.
+
+    Example usage:
+
+        llm-wiki list --domain platform --status active
+        llm-wiki list --actor alice --since 2026-01-01 --json
+    """
+    from llm_wiki.reads import list_entries
+
+    wiki, viewer = _context(wiki_path, reader)
+    page = list_entries(
+        wiki,
+        viewer,
+        type=type_,
+        domain=domain,
+        tag=tag,
+        actor=actor,
+        scope=scope,
+        since=since,
+        until=until,
+        status=status,
+        limit=limit,
+        offset=offset,
+    )
+    if as_json:
+        _print_json(page.to_dict())
+        return
+    for row in page.rows:
+        mark = "" if row.effective_status == "active" else f" ({row.effective_status})"
+        click.echo(f"{row.date}  {row.type:<10} {row.id}{mark}")
+        click.echo(f"            {_short(row.summary)}")
+    if not page.rows:
+        click.echo("No entries match.")
+    elif page.total > offset + len(page.rows):
+        rest = page.total - offset - len(page.rows)
+        click.echo(f"… {rest} more (use --limit or --offset {offset + len(page.rows)})")
+
+
+def _short(text: str, limit: int = 110) -> str:
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+@cli.command(name="index")
+@click.option(
+    "--check",
+    is_flag=True,
+    help="Exit 1 if INDEX.md, index/ or the catalog is stale; write nothing.",
+)
+@_json_option
+@_wiki_options
+def index_build(check: bool, as_json: bool, wiki_path: str | None, reader: str | None) -> None:
+    """Rebuild the catalog, INDEX.md and index/ from the entries (only changed files re-parsed).
+
+    Example usage:
+
+        llm-wiki index
+        llm-wiki index --check
+    """
+    from llm_wiki.catalog import check_index, rebuild_index
+    from llm_wiki.wiki import resolve_wiki
+
+    obj = click.get_current_context().find_root().obj or {}
+    wiki = resolve_wiki(wiki_path or obj.get("wiki_path"))
+    result = check_index(wiki) if check else rebuild_index(wiki)
+    if as_json:
+        _print_json(result.to_dict())
+    elif check:
+        if result.stale:
+            click.echo("Stale (run `llm-wiki index`): " + ", ".join(result.stale))
+        else:
+            click.echo(f"Index is up to date ({result.entries} entries).")
+    else:
+        click.echo(
+            f"Indexed {result.entries} entries (re-parsed {result.parsed}, dropped "
+            f"{result.removed}); wrote {len(result.written)} index files."
+        )
+    for path, message in result.problems:
+        click.echo(f"warning: {path}: unreadable entry skipped: {message}", err=True)
+    if check and result.stale:
+        sys.exit(1)
+
+
+@cli.command(name="verify")
+@_json_option
+@_wiki_options
+def wiki_verify(as_json: bool, wiki_path: str | None, reader: str | None) -> None:
+    """Check every entry against the sha256 in log.md: edited, removed or unlogged entries.
+
+    Exits 1 on any finding.
+
+    Example usage:
+
+        llm-wiki verify
+    """
+    from llm_wiki.verify import verify
+
+    wiki, viewer = _context(wiki_path, reader)
+    result = verify(wiki, viewer)
+    if as_json:
+        _print_json(result.to_dict())
+    else:
+        for f in result.findings:
+            click.echo(f"{f.kind}: {f.id or f.path} ({f.path}) — {f.detail}")
+        state = "clean" if result.ok else f"{len(result.findings)} finding(s)"
+        click.echo(f"Verified {result.checked} entries: {state}.")
+    if not result.ok:
+        sys.exit(1)
+
+
+@cli.command(name="stats")
+@_json_option
+@_wiki_options
+def wiki_stats(as_json: bool, wiki_path: str | None, reader: str | None) -> None:
+    """Counts by type, domain, status, scope and origin.
+
+    Example usage:
+
+        llm-wiki stats --json
+    """
+    from llm_wiki.reads import wiki_stats as compute
+
+    wiki, viewer = _context(wiki_path, reader)
+    stats = compute(wiki, viewer)
+    if as_json:
+        _print_json(stats.to_dict())
+        return
+    click.echo(f"{stats.entries} entries ({stats.first or '-'} to {stats.latest or '-'})")
+    for title, counts in (
+        ("status", stats.by_status),
+        ("type", stats.by_type),
+        ("domain", stats.by_domain),
+        ("scope", stats.by_scope),
+        ("origin", stats.by_origin),
+    ):
+        if counts:
+            click.echo(f"  by {title}: " + ", ".join(f"{k} {v}" for k, v in counts.items()))
+    if stats.archived:
+        click.echo(f"  archived: {stats.archived}")
+
+
+def main() -> None:
+    cli(prog_name="llm-wiki")
+
+
+if __name__ == "__main__":  # pragma: no cover
+    main()

@@ -1,0 +1,705 @@
+"""The entry: model, parse/dump, ids, and validation against the wiki's schema.md.
+
+An entry is a frozen :class:`Entry`. Text becomes an entry only through :func:`parse_entry` and
+an entry becomes text only through :func:`dump_entry`, so the frontmatter key order, the date
+format and the body's edges are the same everywhere. User input (CLI flags, ``--from`` files,
+MCP calls, LLM proposals) goes through :func:`entry_from_mapping`, which names the field and the
+fix for anything wrong, and :func:`check_entry`, which applies the schema's rules.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime as dt
+import hashlib
+import re
+import unicodedata
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import yaml
+
+from llm_wiki.errors import InvalidInput
+
+try:  # the C loader/dumper are ~10x faster; PyYAML wheels ship them
+    from yaml import CSafeDumper as _Dumper
+    from yaml import CSafeLoader as _Loader
+except ImportError:  # pragma: no cover - pure-Python fallback
+    from yaml import SafeDumper as _Dumper  # type: ignore[assignment]
+    from yaml import SafeLoader as _Loader  # type: ignore[assignment]
+
+
+class _EntryDumper(_Dumper):  # type: ignore[misc, valid-type]
+    """Lists of words in flow style (``tags: [a, b]``), mappings always in block style."""
+
+
+class _Block(dict):  # type: ignore[type-arg]
+    pass
+
+
+_EntryDumper.add_representer(
+    _Block,
+    lambda dumper, data: dumper.represent_mapping(
+        "tag:yaml.org,2002:map", data.items(), flow_style=False
+    ),
+)
+
+TYPES_DEFAULT = ("decision", "synthesis", "incident", "reflection")
+STATUSES = ("active", "proposed", "rejected", "deprecated")
+ORIGINS = ("authored", "imported", "ingested", "consolidated", "answer")
+GENERATED_ORIGINS = frozenset({"consolidated", "answer"})
+MAX_BODY_BYTES = 1024 * 1024
+
+# Frontmatter order: fixed, so dumps are stable and diffs are readable.
+SCALAR_FIELDS = ("id", "type", "date", "summary", "domain", "status", "scope", "origin")
+LIST_FIELDS = ("actors", "tags", "supersedes", "aliases", "questions", "sources")
+KEY_ORDER = (
+    "id",
+    "type",
+    "date",
+    "actors",
+    "tags",
+    "domain",
+    "summary",
+    "status",
+    "supersedes",
+    "alternatives_considered",
+    "aliases",
+    "questions",
+    "scope",
+    "origin",
+    "sources",
+)
+KNOWN_FIELDS = frozenset(KEY_ORDER)
+
+ID_RE = re.compile(r"^[a-z0-9](?:[a-z0-9-]{0,158}[a-z0-9])?$")
+NAME_RE = re.compile(r"^[a-z0-9](?:[a-z0-9-]{0,62}[a-z0-9])?$")  # domain, scope
+DATE_RE = re.compile(r"^\d{4}-\d{2}-\d{2}$")
+SLUG_MAX = 60
+
+
+@dataclass(frozen=True)
+class Alternative:
+    id: str
+    rejected_because: str
+
+
+@dataclass(frozen=True)
+class Entry:
+    id: str
+    type: str
+    date: str
+    summary: str
+    domain: str
+    status: str = "active"
+    scope: str = "shared"
+    origin: str = "authored"
+    actors: tuple[str, ...] = ()
+    tags: tuple[str, ...] = ()
+    supersedes: tuple[str, ...] = ()
+    alternatives_considered: tuple[Alternative, ...] = ()
+    aliases: tuple[str, ...] = ()
+    questions: tuple[str, ...] = ()
+    sources: tuple[str, ...] = ()
+    extra: tuple[tuple[str, Any], ...] = field(default=())  # other frontmatter keys, sorted
+    body: str = ""
+
+    @property
+    def is_generated(self) -> bool:
+        """Written by an LLM: readable, never evidence for a synthesis."""
+        return self.origin in GENERATED_ORIGINS
+
+    @property
+    def relpath(self) -> str:
+        """Where the entry lives, relative to the wiki root."""
+        return entry_relpath(self.id, self.date)
+
+    def get_extra(self, key: str, default: Any = None) -> Any:
+        for k, v in self.extra:
+            if k == key:
+                return v
+        return default
+
+    def to_dict(self) -> dict[str, Any]:
+        """Frontmatter as a plain dict (JSON-safe), in the file's key order, plus body."""
+        data = _frontmatter(self)
+        data["date"] = self.date
+        data["body"] = self.body
+        return data
+
+
+def entry_relpath(entry_id: str, date: str) -> str:
+    return f"entries/{date[:4]}/{date[5:7]}/{entry_id}.md"
+
+
+# --------------------------------------------------------------------------- text <-> entry
+
+
+def dump_entry(entry: Entry) -> str:
+    """The one way an entry becomes file text."""
+    data = _frontmatter(entry)
+    head = yaml.dump(
+        data,
+        Dumper=_EntryDumper,
+        sort_keys=False,
+        allow_unicode=True,
+        default_flow_style=None,
+        width=100,
+    )
+    text = f"---\n{head}---\n"
+    if entry.body:
+        text += entry.body + "\n"
+    return text
+
+
+def _frontmatter(entry: Entry) -> dict[str, Any]:
+    data: dict[str, Any] = {}
+    for key in KEY_ORDER:
+        value = getattr(entry, key)
+        if key == "date":
+            value = _as_date_obj(value)
+        elif key == "alternatives_considered":
+            value = [_Block(id=a.id, rejected_because=a.rejected_because) for a in value]
+        elif isinstance(value, tuple):
+            value = list(value)
+        data[key] = value
+    for key, value in entry.extra:
+        data[key] = value
+    return data
+
+
+def _as_date_obj(value: str) -> dt.date | str:
+    try:
+        return dt.date.fromisoformat(value)
+    except ValueError:
+        return value
+
+
+def split_frontmatter(text: str) -> tuple[str, str]:
+    """Split ``---\\n<yaml>---\\n<body>`` into its two parts; raise InvalidInput if absent."""
+    if text.startswith("\ufeff"):
+        text = text[1:]
+    if not text.startswith("---\n") and not text.startswith("---\r\n"):
+        raise InvalidInput(
+            "no frontmatter: an entry starts with a '---' line, then YAML, then '---'."
+        )
+    start = text.index("\n") + 1
+    match = _CLOSE_RE.search(text, start - 1)
+    if match is None:
+        raise InvalidInput("frontmatter is not closed: add a '---' line after the YAML fields.")
+    return text[start : match.start() + 1], text[match.end() :]
+
+
+_CLOSE_RE = re.compile(r"\n---[ \t]*(?:\r?\n|$)")
+
+
+def load_yaml(text: str, what: str) -> Any:
+    try:
+        return yaml.load(text, Loader=_Loader)  # noqa: S506 - CSafeLoader is the safe loader
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f" at line {mark.line + 1}" if mark is not None else ""
+        problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
+        raise InvalidInput(f"{what}: malformed YAML{where} ({problem}); fix the YAML.") from None
+
+
+def parse_entry(text: str, *, what: str = "entry") -> Entry:
+    """The one way file text becomes an entry. Structural errors raise InvalidInput."""
+    head, body = split_frontmatter(text)
+    data = load_yaml(head, what)
+    if not isinstance(data, dict):
+        raise InvalidInput(f"{what}: the frontmatter must be a YAML mapping of fields.")
+    return entry_from_mapping(data, body=body.strip("\n"), what=what)
+
+
+def decode_text(raw: bytes, what: str) -> str:
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise InvalidInput(
+            f"{what} is not UTF-8 text (bad byte at offset {exc.start}); convert it, "
+            "e.g. iconv -t utf-8."
+        ) from None
+
+
+# --------------------------------------------------------------------------- building entries
+
+
+def entry_from_mapping(
+    data: Mapping[str, Any], *, body: str | None = None, what: str = "entry"
+) -> Entry:
+    """Build an entry from loose fields (YAML, JSON, flags), checking shapes, not schema rules.
+
+    Missing scalar fields become "" (``check_entry`` reports the required ones); the body may
+    be given separately or under a ``body`` key.
+    """
+    data = dict(data)
+    if body is None:
+        raw_body = data.pop("body", "")
+        if raw_body is None:
+            raw_body = ""
+        if not isinstance(raw_body, str):
+            raise InvalidInput(f"{what}: body must be text.")
+        body = raw_body.strip("\n")
+    else:
+        data.pop("body", None)
+    values: dict[str, Any] = {}
+    for key in SCALAR_FIELDS:
+        values[key] = _scalar(data.pop(key, None), key, what)
+    for key in LIST_FIELDS:
+        values[key] = _str_list(data.pop(key, None), key, what)
+    values["alternatives_considered"] = _alternatives(
+        data.pop("alternatives_considered", None), what
+    )
+    for key, default in (("status", "active"), ("origin", "authored")):
+        values[key] = values[key] or default
+    extra = tuple(sorted((str(k), _plain(v)) for k, v in data.items()))
+    return Entry(**values, extra=extra, body=body)
+
+
+def _scalar(value: Any, key: str, what: str) -> str:
+    if value is None:
+        return ""
+    if key == "date":
+        if isinstance(value, dt.datetime):
+            raise InvalidInput(f"{what}: date must be a day (YYYY-MM-DD), not a date and time.")
+        if isinstance(value, dt.date):
+            return value.isoformat()
+    if isinstance(value, (bool, list, dict)):
+        raise InvalidInput(f"{what}: {key} must be a single text value, not {_kind(value)}.")
+    if isinstance(value, (int, float)):
+        value = str(value)
+    if not isinstance(value, str):
+        raise InvalidInput(f"{what}: {key} must be text.")
+    return value.strip() if key != "summary" else " ".join(value.split())
+
+
+def _str_list(value: Any, key: str, what: str) -> tuple[str, ...]:
+    if value is None:
+        return ()
+    if not isinstance(value, (list, tuple)):
+        raise InvalidInput(
+            f"{what}: {key} must be a list, got {_kind(value)}; write {key}: [a, b] "
+            f"(or repeat the flag)."
+        )
+    out = []
+    for item in value:
+        if isinstance(item, (dt.date, int, float)) and not isinstance(item, bool):
+            item = item.isoformat() if isinstance(item, dt.date) else str(item)
+        if not isinstance(item, str):
+            raise InvalidInput(f"{what}: every item of {key} must be text, got {_kind(item)}.")
+        item = item.strip()
+        if item:
+            out.append(item)
+    return tuple(out)
+
+
+def _alternatives(value: Any, what: str) -> tuple[Alternative, ...]:
+    if value is None:
+        return ()
+    if not isinstance(value, (list, tuple)):
+        raise InvalidInput(
+            f"{what}: alternatives_considered must be a list of {{id, rejected_because}}, "
+            f"got {_kind(value)}."
+        )
+    out = []
+    for item in value:
+        if isinstance(item, Alternative):
+            out.append(item)
+            continue
+        if isinstance(item, str):
+            out.append(parse_alt(item))
+            continue
+        if not isinstance(item, dict):
+            raise InvalidInput(
+                f"{what}: each alternatives_considered item needs id and rejected_because."
+            )
+        alt_id = _scalar(item.get("id"), "alternatives_considered.id", what)
+        reason = _scalar(item.get("rejected_because"), "rejected_because", what)
+        if not alt_id or not reason:
+            raise InvalidInput(
+                f"{what}: each alternatives_considered item needs both id and rejected_because; "
+                "e.g. --alt 'keep-monolith: too slow to deploy'."
+            )
+        out.append(Alternative(alt_id, " ".join(reason.split())))
+    return tuple(out)
+
+
+def parse_alt(text: str) -> Alternative:
+    """``"ID: reason"`` (the --alt flag) to an Alternative."""
+    alt_id, sep, reason = text.partition(":")
+    alt_id, reason = alt_id.strip(), " ".join(reason.split())
+    if not sep or not alt_id or not reason:
+        raise InvalidInput(
+            f"--alt {text!r} must look like 'ID: why it was rejected', "
+            "e.g. --alt 'keep-monolith: too slow to deploy'."
+        )
+    return Alternative(alt_id, reason)
+
+
+def _plain(value: Any) -> Any:
+    """Extra fields keep their YAML shape, with dates as ISO text (JSON-safe, round-trips)."""
+    if isinstance(value, (dt.date, dt.datetime)):
+        return value.isoformat()
+    if isinstance(value, dict):
+        return {str(k): _plain(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_plain(v) for v in value]
+    return value
+
+
+def _kind(value: Any) -> str:
+    if isinstance(value, str):
+        return "a string"
+    if isinstance(value, dict):
+        return "a mapping"
+    if isinstance(value, (list, tuple)):
+        return "a list"
+    return f"a {type(value).__name__}"
+
+
+# --------------------------------------------------------------------------- ids
+
+
+# Letters NFKD does not take apart into ASCII.
+_TRANSLIT = str.maketrans(
+    {
+        "ß": "ss",
+        "æ": "ae",
+        "Æ": "AE",
+        "ø": "o",
+        "Ø": "O",
+        "œ": "oe",
+        "Œ": "OE",
+        "þ": "th",
+        "đ": "d",
+        "Đ": "D",
+        "ł": "l",
+        "Ł": "L",
+        "ı": "i",
+    }
+)
+
+
+def slugify(text: str, limit: int = SLUG_MAX) -> str:
+    """Lowercase ASCII words joined by hyphens, cut at a word edge within ``limit``."""
+    text = text.translate(_TRANSLIT)
+    ascii_text = unicodedata.normalize("NFKD", text).encode("ascii", "ignore").decode()
+    words = re.findall(r"[a-z0-9]+", ascii_text.lower())
+    slug = ""
+    for word in words:
+        candidate = f"{slug}-{word}" if slug else word
+        if len(candidate) > limit:
+            if not slug:
+                slug = word[:limit]
+            break
+        slug = candidate
+    return slug or "entry"
+
+
+def content_hash(entry: Entry) -> str:
+    """sha256 of the entry's canonical text with the id left out."""
+    return hashlib.sha256(dump_entry(dataclasses.replace(entry, id="")).encode()).hexdigest()
+
+
+def candidate_ids(entry: Entry) -> Iterator[str]:
+    """Ids to try for a new entry, in order: ``<date>-<slug>-<hash[:4]>``, then longer hashes.
+
+    The same content always yields the same sequence, so a retried write finds its first id
+    holding identical content ("already recorded"); different content that collides on four hex
+    digits moves on to five, six, ...
+    """
+    digest = content_hash(entry)
+    stem = f"{entry.date}-{slugify(entry.summary)}"
+    for n in range(4, len(digest) + 1):
+        yield f"{stem}-{digest[:n]}"
+
+
+def check_id(entry_id: str) -> None:
+    if not ID_RE.match(entry_id) or ".." in entry_id:
+        raise InvalidInput(
+            f"id {entry_id!r} is not valid: use lowercase letters, digits and single hyphens "
+            "(no '/', '..', spaces or uppercase), e.g. 2026-05-02-use-postgres."
+        )
+
+
+# --------------------------------------------------------------------------- schema
+
+
+@dataclass(frozen=True)
+class Rule:
+    """A per-type rule from schema.md: ``field`` needs ``min_items`` items for these origins."""
+
+    field: str
+    min_items: int = 1
+    origins: tuple[str, ...] = ()  # empty: every origin
+    fix: str = ""
+
+
+@dataclass(frozen=True)
+class TypeSpec:
+    name: str
+    description: str = ""
+    rules: tuple[Rule, ...] = ()
+
+
+@dataclass(frozen=True)
+class Schema:
+    types: Mapping[str, TypeSpec]
+    required: tuple[str, ...] = ("type", "date", "summary", "domain")
+    statuses: tuple[str, ...] = STATUSES
+    origins: tuple[str, ...] = ORIGINS
+    max_body_bytes: int = MAX_BODY_BYTES
+    max_summary_chars: int = 1000
+    review_after_days: int = 365
+    when_to_write: str = ""
+    when_not_to_write: str = ""
+
+
+_SCHEMA_BLOCK_RE = re.compile(r"^```ya?ml[ \t]*\n(.*?)^```", re.MULTILINE | re.DOTALL)
+
+
+def parse_schema(text: str, what: str = "schema.md") -> Schema:
+    """Read the machine-read YAML block (the first ```yaml fence) of schema.md."""
+    match = _SCHEMA_BLOCK_RE.search(text)
+    if match is None:
+        raise InvalidInput(f"{what} has no ```yaml block; restore it from `llm-wiki init` output.")
+    data = load_yaml(match.group(1), what)
+    if not isinstance(data, dict) or not isinstance(data.get("types"), dict) or not data["types"]:
+        raise InvalidInput(
+            f"{what}: the YAML block needs a 'types' mapping with at least one type."
+        )
+    types: dict[str, TypeSpec] = {}
+    for name, spec in data["types"].items():
+        spec = spec or {}
+        rules = tuple(
+            Rule(
+                field=str(r["field"]),
+                min_items=int(r.get("min_items", 1)),
+                origins=tuple(r.get("origins") or ()),
+                fix=str(r.get("fix", "")),
+            )
+            for r in spec.get("rules") or ()
+        )
+        types[str(name)] = TypeSpec(str(name), str(spec.get("description", "")).strip(), rules)
+    limits = data.get("limits") or {}
+    return Schema(
+        types=types,
+        required=tuple(data.get("required") or Schema.required),
+        statuses=tuple(data.get("statuses") or STATUSES),
+        origins=tuple(data.get("origins") or ORIGINS),
+        max_body_bytes=int(limits.get("max_body_bytes", MAX_BODY_BYTES)),
+        max_summary_chars=int(limits.get("max_summary_chars", 1000)),
+        review_after_days=int(data.get("review_after_days", 365)),
+        when_to_write=str(data.get("when_to_write", "")).strip(),
+        when_not_to_write=str(data.get("when_not_to_write", "")).strip(),
+    )
+
+
+@dataclass(frozen=True)
+class Problem:
+    field: str
+    message: str
+
+
+_FLAG = {
+    "type": "--type",
+    "summary": "--summary",
+    "domain": "--domain",
+    "date": "--date",
+    "scope": "--scope",
+    "status": "--status",
+    "origin": "origin",
+}
+
+
+def check_entry(entry: Entry, schema: Schema) -> list[Problem]:
+    """Every way ``entry`` breaks schema.md (empty list: it is valid). Ids are checked apart."""
+    problems: list[Problem] = []
+
+    def bad(fld: str, message: str) -> None:
+        problems.append(Problem(fld, message))
+
+    for fld in schema.required:
+        value = getattr(entry, fld, None) if fld in KNOWN_FIELDS else entry.get_extra(fld)
+        if value in (None, "", ()):
+            flag = _FLAG.get(fld, fld)
+            bad(fld, f"{fld} is required (schema.md); pass {flag} {_EXAMPLE.get(fld, 'VALUE')}.")
+    if entry.type and entry.type not in schema.types:
+        bad(
+            "type",
+            f"type {entry.type!r} is not one of {', '.join(sorted(schema.types))} (schema.md); "
+            "pass --type with one of them.",
+        )
+    if entry.date and not _valid_date(entry.date):
+        bad("date", f"date {entry.date!r} is not an ISO date; use YYYY-MM-DD, e.g. 2026-05-02.")
+    for fld in ("domain", "scope"):
+        value = getattr(entry, fld)
+        if value and not NAME_RE.match(value):
+            bad(
+                fld,
+                f"{fld} {value!r} must be lowercase letters, digits and hyphens, "
+                f"e.g. {_EXAMPLE[fld]}.",
+            )
+    if entry.status not in schema.statuses:
+        hint = (
+            " ('superseded' is derived: write a new entry with --supersedes)"
+            if (entry.status == "superseded")
+            else ""
+        )
+        bad(
+            "status",
+            f"status {entry.status!r} is not one of {', '.join(schema.statuses)}{hint}.",
+        )
+    if entry.origin not in schema.origins:
+        bad("origin", f"origin {entry.origin!r} is not one of {', '.join(schema.origins)}.")
+    if len(entry.summary) > schema.max_summary_chars:
+        bad(
+            "summary",
+            f"summary is {len(entry.summary)} characters, over {schema.max_summary_chars}; "
+            "shorten it and put details in the body.",
+        )
+    size = len(entry.body.encode())
+    if size > schema.max_body_bytes:
+        bad(
+            "body",
+            f"body is {size} bytes, over the {schema.max_body_bytes}-byte limit (schema.md "
+            "limits.max_body_bytes); keep the body short and store big sources with "
+            "`llm-wiki ingest`.",
+        )
+    if entry.id and entry.id in entry.supersedes:
+        bad("supersedes", f"entry {entry.id} cannot supersede itself; remove it from --supersedes.")
+    spec = schema.types.get(entry.type)
+    for rule in spec.rules if spec else ():
+        if rule.origins and entry.origin not in rule.origins:
+            continue
+        value = (
+            getattr(entry, rule.field, None)
+            if rule.field in KNOWN_FIELDS
+            else (entry.get_extra(rule.field))
+        )
+        count = len(value) if isinstance(value, (tuple, list, str)) else (0 if value is None else 1)
+        if count < rule.min_items:
+            who = f"{'/'.join(rule.origins)} " if rule.origins else ""
+            fix = rule.fix or f"add {rule.field}"
+            bad(
+                rule.field,
+                f"an {who}{entry.type} needs at least {rule.min_items} {rule.field} item"
+                f"{'s' if rule.min_items != 1 else ''} (schema.md); {fix}.",
+            )
+    return problems
+
+
+_EXAMPLE = {
+    "type": "decision",
+    "summary": "'What was decided, in one sentence'",
+    "domain": "platform",
+    "scope": "shared",
+    "date": "2026-05-02",
+}
+
+
+def _valid_date(value: str) -> bool:
+    if not DATE_RE.match(value):
+        return False
+    try:
+        dt.date.fromisoformat(value)
+    except ValueError:
+        return False
+    return True
+
+
+def require_valid(entry: Entry, schema: Schema) -> None:
+    problems = check_entry(entry, schema)
+    if problems:
+        raise InvalidInput(problems[0].message)
+
+
+def as_tuple(values: Sequence[str] | None) -> tuple[str, ...]:
+    return tuple(values or ())
+
+
+# --------------------------------------------------------------------------- drafts from input
+
+
+def load_draft(text: str, what: str) -> dict[str, Any]:
+    """Fields from a ``--from`` document: markdown with frontmatter, a YAML mapping, or JSON."""
+    stripped = text.lstrip("\ufeff")
+    if stripped.startswith("---"):
+        head, body = split_frontmatter(stripped)
+        data = load_yaml(head, what)
+        if not isinstance(data, dict):
+            raise InvalidInput(f"{what}: the frontmatter must be a YAML mapping of fields.")
+        data = dict(data)
+        data["body"] = body.strip("\n")
+        return data
+    if stripped.lstrip().startswith("{"):
+        import json
+
+        try:
+            data = json.loads(stripped)
+        except json.JSONDecodeError as exc:
+            raise InvalidInput(
+                f"{what}: malformed JSON at line {exc.lineno} ({exc.msg}); fix the JSON."
+            ) from None
+    else:
+        data = load_yaml(stripped, what)
+    if not isinstance(data, dict):
+        raise InvalidInput(
+            f"{what}: expected markdown with frontmatter, a YAML mapping or a JSON object of fields."
+        )
+    return dict(data)
+
+
+def draft(
+    base: Mapping[str, Any] | None = None,
+    *,
+    type: str | None = None,
+    domain: str | None = None,
+    summary: str | None = None,
+    tag: Sequence[str] = (),
+    actor: Sequence[str] = (),
+    supersedes: Sequence[str] = (),
+    alt: Sequence[str] = (),
+    alias: Sequence[str] = (),
+    question: Sequence[str] = (),
+    source: Sequence[str] = (),
+    scope: str | None = None,
+    status: str | None = None,
+    origin: str | None = None,
+    date: str | None = None,
+    body: str | None = None,
+    what: str = "entry",
+) -> Entry:
+    """An entry from ``base`` fields (e.g. a --from file) overridden by flag values.
+
+    Keyword names mirror the ``write`` flags; list flags replace the base's list when given.
+    """
+    data: dict[str, Any] = dict(base or {})
+    data.pop("id", None)
+    for key, value in (
+        ("type", type),
+        ("domain", domain),
+        ("summary", summary),
+        ("scope", scope),
+        ("status", status),
+        ("origin", origin),
+        ("date", date),
+        ("body", body),
+    ):
+        if value is not None:
+            data[key] = value
+    for key, values in (
+        ("tags", tag),
+        ("actors", actor),
+        ("supersedes", supersedes),
+        ("aliases", alias),
+        ("questions", question),
+        ("sources", source),
+    ):
+        if values:
+            data[key] = list(values)
+    if alt:
+        data["alternatives_considered"] = [parse_alt(a) for a in alt]
+    return entry_from_mapping(data, what=what)

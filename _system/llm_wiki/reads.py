@@ -1,0 +1,81 @@
+"""Reading entries for one viewer: show, list, stats. Hidden entries look exactly like absent ones."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from llm_wiki import store
+from llm_wiki.access import Viewer
+from llm_wiki.catalog import Row, read_catalog
+from llm_wiki.entries import Entry, decode_text, parse_entry
+from llm_wiki.errors import NotFound
+from llm_wiki.stats import Stats, entry_stats
+from llm_wiki.wiki import Wiki
+
+
+@dataclass(frozen=True)
+class Shown:
+    row: Row
+    entry: Entry
+    text: str
+
+    def to_dict(self) -> dict[str, Any]:
+        data = self.row.to_dict()
+        data["body"] = self.entry.body
+        data["text"] = self.text
+        return data
+
+
+def not_found(entry_id: str) -> NotFound:
+    """The one message for an id this reader cannot see, whether it exists or not."""
+    return NotFound(f"No entry {entry_id!r}; find ids with `llm-wiki list` or `llm-wiki query`.")
+
+
+def show_entry(wiki: Wiki, entry_id: str, viewer: Viewer) -> Shown:
+    with read_catalog(wiki) as catalog:
+        row = catalog.get(entry_id, viewer)
+    if row is None:
+        raise not_found(entry_id)
+    return Shown(row, *read_entry(wiki, row))
+
+
+def read_entry(wiki: Wiki, row: Row) -> tuple[Entry, str]:
+    """The entry a catalog row points at, from entries/ or its archive."""
+    try:
+        data = store.read_entry_bytes(wiki, row.path, row.archive)
+    except FileNotFoundError:
+        raise NotFound(
+            f"{row.path} is listed but missing; run `llm-wiki verify`, then `llm-wiki index`."
+        ) from None
+    text = decode_text(data, row.path)
+    return parse_entry(text, what=row.path), text
+
+
+@dataclass(frozen=True)
+class Page:
+    rows: tuple[Row, ...]
+    total: int
+    offset: int
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "total": self.total,
+            "offset": self.offset,
+            "entries": [r.to_dict() for r in self.rows],
+        }
+
+
+def list_entries(
+    wiki: Wiki, viewer: Viewer, *, limit: int | None = 50, offset: int = 0, **filters: Any
+) -> Page:
+    """Entries matching ``filters`` (see :meth:`Catalog.rows`), newest first, one page."""
+    with read_catalog(wiki) as catalog:
+        page = catalog.rows(viewer, limit=limit, offset=offset, **filters)
+        total = catalog.count_rows(viewer, **filters)
+    return Page(tuple(page), total, offset)
+
+
+def wiki_stats(wiki: Wiki, viewer: Viewer) -> Stats:
+    with read_catalog(wiki) as catalog:
+        return entry_stats(wiki, catalog, viewer)

@@ -1,0 +1,66 @@
+"""Counts for one viewer: entries by type, domain, status, scope and origin."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from llm_wiki.access import Viewer
+from llm_wiki.catalog import Catalog
+from llm_wiki.wiki import Wiki
+
+
+@dataclass(frozen=True)
+class Stats:
+    entries: int
+    by_type: dict[str, int]
+    by_domain: dict[str, int]
+    by_status: dict[str, int]
+    by_scope: dict[str, int]
+    by_origin: dict[str, int]
+    archived: int
+    first: str | None
+    latest: str | None
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        data = {
+            "entries": self.entries,
+            "by_type": self.by_type,
+            "by_domain": self.by_domain,
+            "by_status": self.by_status,
+            "by_scope": self.by_scope,
+            "by_origin": self.by_origin,
+            "archived": self.archived,
+            "first": self.first,
+            "latest": self.latest,
+        }
+        data.update(self.extra)
+        return data
+
+
+def entry_stats(wiki: Wiki, catalog: Catalog, viewer: Viewer) -> Stats:
+    clause, params = viewer.sql_filter()
+    db = catalog.db
+
+    def group(expr: str) -> dict[str, int]:
+        cur = db.execute(
+            f"SELECT {expr} AS k, count(*) FROM entries WHERE {clause} GROUP BY k ORDER BY k",
+            params,
+        )
+        return {str(k): int(n) for k, n in cur}
+
+    total, archived, first, latest = db.execute(
+        f"SELECT count(*), count(archive), min(date), max(date) FROM entries WHERE {clause}", params
+    ).fetchone()
+    return Stats(
+        entries=int(total),
+        by_type=group("type"),
+        by_domain=group("domain"),
+        by_status=group("CASE WHEN superseded_by IS NOT NULL THEN 'superseded' ELSE status END"),
+        by_scope=group("scope"),
+        by_origin=group("origin"),
+        archived=int(archived),
+        first=first,
+        latest=latest,
+    )

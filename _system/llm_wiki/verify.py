@@ -1,0 +1,136 @@
+"""The tamper check: every entry against the sha256 that log.md recorded when it was written."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from typing import Any
+
+from llm_wiki import store
+from llm_wiki.access import Viewer
+from llm_wiki.catalog import archive_names
+from llm_wiki.entries import decode_text, parse_entry
+from llm_wiki.errors import InvalidInput, WikiError
+from llm_wiki.wiki import Wiki
+
+KINDS = {
+    "edited": "its bytes differ from the sha256 logged when it was written",
+    "removed": "it was logged but its file is gone (and it is in no archive)",
+    "unlogged": "its file has no write line in log.md (a write that died, or added by hand)",
+    "unreadable-archive": "the archive file cannot be read whole",
+    "archive-mismatch": "its copy in an archive differs from the logged sha256",
+}
+
+
+@dataclass(frozen=True)
+class Finding:
+    kind: str
+    id: str
+    path: str
+    detail: str
+
+    def to_dict(self) -> dict[str, str]:
+        return {"kind": self.kind, "id": self.id, "path": self.path, "detail": self.detail}
+
+
+@dataclass(frozen=True)
+class VerifyResult:
+    checked: int
+    findings: tuple[Finding, ...]
+
+    @property
+    def ok(self) -> bool:
+        return not self.findings
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "ok": self.ok,
+            "checked": self.checked,
+            "findings": [f.to_dict() for f in self.findings],
+        }
+
+
+@dataclass
+class _Logged:
+    sha: str
+    path: str
+    scope: str
+    archive: str = ""
+
+
+def verify(wiki: Wiki, viewer: Viewer) -> VerifyResult:
+    """Find entries edited, removed or added behind the tool's back, and broken archives.
+
+    Findings about entries the viewer may not read are left out: hidden looks like absent.
+    """
+    logged: dict[str, _Logged] = {}
+    for _, line in store.read_log(wiki):
+        if line.op == "write" and line.subject:
+            logged[line.subject] = _Logged(
+                line.fields.get("sha256", ""),
+                line.fields.get("path", ""),
+                line.fields.get("scope", ""),
+            )
+        elif line.op == "archive" and line.subject in logged:
+            logged[line.subject].archive = line.fields.get("archive", "")
+    findings: list[Finding] = []
+    present: set[str] = set()
+    checked = 0
+
+    def visible(scope: str) -> bool:
+        return viewer.sees_all or (bool(scope) and viewer.can_read(scope))
+
+    for rel, _ in store.iter_entry_files(wiki):
+        data = (wiki.root / rel).read_bytes()
+        entry_id = os.path.basename(rel)[:-3]
+        present.add(entry_id)
+        record = logged.get(entry_id)
+        scope = record.scope if record else _scope_of(data, rel)
+        if not visible(scope):
+            continue
+        checked += 1
+        sha = store.sha256_bytes(data)
+        if record is None:
+            findings.append(Finding("unlogged", entry_id, rel, KINDS["unlogged"]))
+        elif record.sha != sha:
+            findings.append(Finding("edited", entry_id, rel, KINDS["edited"]))
+    for name in sorted(archive_names(wiki)):
+        from llm_wiki.archive import iter_members
+
+        try:
+            members = list(iter_members(wiki, name))
+        except WikiError:
+            if viewer.sees_all:
+                findings.append(
+                    Finding("unreadable-archive", "", name, KINDS["unreadable-archive"])
+                )
+            continue
+        for rel, data in members:
+            entry_id = os.path.basename(rel)[:-3]
+            record = logged.get(entry_id)
+            scope = record.scope if record else _scope_of(data, rel)
+            if entry_id in present or not visible(scope):
+                continue
+            present.add(entry_id)
+            checked += 1
+            if record is None:
+                findings.append(Finding("unlogged", entry_id, f"{name}:{rel}", KINDS["unlogged"]))
+            elif record.sha != store.sha256_bytes(data):
+                findings.append(
+                    Finding(
+                        "archive-mismatch", entry_id, f"{name}:{rel}", KINDS["archive-mismatch"]
+                    )
+                )
+    for entry_id, record in sorted(logged.items()):
+        if entry_id not in present and visible(record.scope):
+            checked += 1
+            findings.append(Finding("removed", entry_id, record.path, KINDS["removed"]))
+    findings.sort(key=lambda f: (f.kind, f.id, f.path))
+    return VerifyResult(checked, tuple(findings))
+
+
+def _scope_of(data: bytes, rel: str) -> str:
+    try:
+        return parse_entry(decode_text(data, rel), what=rel).scope
+    except (InvalidInput, WikiError):
+        return ""

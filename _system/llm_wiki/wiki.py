@@ -1,0 +1,187 @@
+"""The wiki root: where its files live, its settings and schema, finding it, creating it."""
+
+from __future__ import annotations
+
+import functools
+import os
+import shutil
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from llm_wiki.entries import Schema, load_yaml, parse_schema
+from llm_wiki.errors import InvalidInput, WikiError
+
+ENV_DIR = "LLM_WIKI_DIR"
+TEMPLATES = Path(__file__).parent / "templates"
+STATE_DIR = ".llm-wiki"
+# Files a folder may already hold and still be "empty" for init (a fresh git clone, a Mac).
+_IGNORABLE = {".git", ".DS_Store", ".gitignore", ".gitattributes"}
+
+
+@dataclass(frozen=True)
+class Wiki:
+    root: Path
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "root", Path(self.root))
+
+    # -- layout (DESIGN.md "On disk")
+    @property
+    def entries_dir(self) -> Path:
+        return self.root / "entries"
+
+    @property
+    def log_path(self) -> Path:
+        return self.root / "log.md"
+
+    @property
+    def schema_path(self) -> Path:
+        return self.root / "schema.md"
+
+    @property
+    def settings_path(self) -> Path:
+        return self.root / "settings.yaml"
+
+    @property
+    def access_path(self) -> Path:
+        return self.root / "access.yaml"
+
+    @property
+    def archive_dir(self) -> Path:
+        return self.root / "archive"
+
+    @property
+    def raw_dir(self) -> Path:
+        return self.root / "raw"
+
+    @property
+    def state_dir(self) -> Path:
+        """Local, rebuildable state: catalog, locks, temp files, the LLM call log."""
+        return self.root / STATE_DIR
+
+    def state_path(self, name: str) -> Path:
+        path = self.state_dir / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        return path
+
+    # -- configuration
+    @functools.cached_property
+    def schema(self) -> Schema:
+        try:
+            text = self.schema_path.read_text(encoding="utf-8")
+        except FileNotFoundError:
+            raise WikiError(
+                f"{self.schema_path} is missing; restore it (git checkout) or copy it from a "
+                "new `llm-wiki init`."
+            ) from None
+        return parse_schema(text, str(self.schema_path))
+
+    @functools.cached_property
+    def settings(self) -> Settings:
+        try:
+            text = self.settings_path.read_text(encoding="utf-8")
+        except FileNotFoundError:
+            return Settings({})
+        data = load_yaml(text, str(self.settings_path)) or {}
+        if not isinstance(data, dict):
+            raise InvalidInput(f"{self.settings_path} must be a YAML mapping of settings.")
+        return Settings(data)
+
+
+@dataclass(frozen=True)
+class Settings:
+    """settings.yaml, read by dotted path with a default: ``settings.get("archive.older_than_days", 90)``."""
+
+    data: dict[str, Any]
+
+    def get(self, path: str, default: Any = None) -> Any:
+        node: Any = self.data
+        for part in path.split("."):
+            if not isinstance(node, dict) or part not in node:
+                return default
+            node = node[part]
+        return default if node is None else node
+
+    @property
+    def default_scope(self) -> str:
+        return str(self.get("default_scope", "shared"))
+
+
+def is_wiki(path: Path) -> bool:
+    return (path / "schema.md").is_file() and (path / "entries").is_dir()
+
+
+def resolve_wiki(path: str | os.PathLike[str] | None = None, *, cwd: Path | None = None) -> Wiki:
+    """``--wiki`` > ``LLM_WIKI_DIR`` > nearest folder upward holding schema.md and entries/ >
+    ``~/llm-wiki``."""
+    explicit = path or os.environ.get(ENV_DIR)
+    if explicit:
+        root = Path(explicit).expanduser().resolve()
+        if not is_wiki(root):
+            how = "--wiki" if path else ENV_DIR
+            raise WikiError(
+                f"{root} is not a wiki (no schema.md and entries/; set by {how}); "
+                f"create one with `llm-wiki init {root}`."
+            )
+        return Wiki(root)
+    here = (cwd or Path.cwd()).resolve()
+    for folder in (here, *here.parents):
+        if is_wiki(folder):
+            return Wiki(folder)
+    home = Path.home() / "llm-wiki"
+    if is_wiki(home):
+        return Wiki(home)
+    raise WikiError(
+        "No wiki found here, in LLM_WIKI_DIR or at ~/llm-wiki; create one with "
+        "`llm-wiki init PATH`, or pass --wiki PATH."
+    )
+
+
+@dataclass(frozen=True)
+class InitResult:
+    root: str
+    created: bool
+    files: tuple[str, ...]
+
+
+def init_wiki(path: str | os.PathLike[str]) -> InitResult:
+    """Create a wiki at ``path`` (new or empty folder). An existing wiki is left untouched."""
+    root = Path(path).expanduser().resolve()
+    if is_wiki(root):
+        return InitResult(str(root), False, ())
+    if root.exists() and not root.is_dir():
+        raise InvalidInput(f"{root} is a file; choose a folder path for the wiki.")
+    if root.is_dir():
+        clutter = sorted(p.name for p in root.iterdir() if p.name not in _IGNORABLE)
+        if clutter:
+            raise InvalidInput(
+                f"{root} is not empty and is not a wiki (it holds {', '.join(clutter[:3])}"
+                f"{', ...' if len(clutter) > 3 else ''}); choose an empty or new folder."
+            )
+    try:
+        root.mkdir(parents=True, exist_ok=True)
+        created: list[str] = []
+        for src in sorted((TEMPLATES / "wiki").rglob("*")):
+            if src.is_dir():
+                continue
+            rel = src.relative_to(TEMPLATES / "wiki").as_posix()
+            rel = {"gitattributes": ".gitattributes", "gitignore": ".gitignore"}.get(rel, rel)
+            dest = root / rel
+            if dest.exists():
+                continue
+            dest.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copyfile(src, dest)
+            created.append(rel)
+        (root / "entries").mkdir(exist_ok=True)
+        created.append("entries/")
+    except OSError as exc:
+        raise WikiError(
+            f"cannot create a wiki at {root}: {exc.strerror}; check the path and permissions."
+        ) from None
+    wiki = Wiki(root)
+    from llm_wiki.catalog import rebuild_index
+
+    rebuild_index(wiki)
+    created.append("INDEX.md")
+    return InitResult(str(root), True, tuple(created))

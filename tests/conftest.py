@@ -1,0 +1,131 @@
+"""Shared fixtures: a temporary wiki, the CLI in-process and as a subprocess, a clean env."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+REPO = Path(__file__).resolve().parent.parent
+SRC = REPO / "_system"
+# Copies of ../shared/corpora and ../shared/eval (MIT, with their licences), so a clean clone
+# has them.
+CORPORA = REPO / "tests" / "data" / "corpora"
+EVAL = REPO / "tests" / "data" / "eval"
+
+
+@pytest.fixture(autouse=True)
+def clean_env(monkeypatch, tmp_path_factory):
+    """No test sees the developer's wiki, key, backend or clock."""
+    for key in list(os.environ):
+        if key.startswith("LLM_WIKI_") or key in ("ANTHROPIC_API_KEY", "ANTHROPIC_BASE_URL"):
+            monkeypatch.delenv(key, raising=False)
+    home = tmp_path_factory.mktemp("home")
+    monkeypatch.setenv("HOME", str(home))
+    from llm_wiki.backends import MockBackend
+
+    MockBackend.reset()
+    yield
+    MockBackend.reset()
+
+
+@pytest.fixture
+def wiki_path(tmp_path) -> Path:
+    from llm_wiki.wiki import init_wiki
+
+    path = tmp_path / "wiki"
+    init_wiki(path)
+    return path
+
+
+@pytest.fixture
+def wiki(wiki_path):
+    from llm_wiki.wiki import Wiki
+
+    return Wiki(wiki_path)
+
+
+class Cli:
+    """Run ``llm-wiki`` in-process against one wiki; assert on exit code and output."""
+
+    def __init__(self, wiki_path: Path | None) -> None:
+        self.wiki_path = wiki_path
+
+    def __call__(
+        self,
+        *args: str,
+        input: str | bytes | None = None,
+        env: dict | None = None,
+        code: int | None = 0,
+    ):
+        from llm_wiki.cli import cli
+
+        argv = [str(a) for a in args]
+        if self.wiki_path is not None and "--wiki" not in argv and argv and argv[0] != "init":
+            argv = ["--wiki", str(self.wiki_path), *argv]
+        result = CliRunner().invoke(cli, argv, input=input, env=env, catch_exceptions=False)
+        if code is not None:
+            assert result.exit_code == code, (
+                f"llm-wiki {' '.join(argv)} exited {result.exit_code}, wanted {code}\n"
+                f"stdout: {result.stdout}\nstderr: {result.stderr}"
+            )
+        return result
+
+    def json(self, *args: str, **kw):
+        result = self(*args, "--json", **kw)
+        return json.loads(result.stdout)
+
+
+@pytest.fixture
+def cli(wiki_path) -> Cli:
+    return Cli(wiki_path)
+
+
+def subprocess_env(**extra: str) -> dict[str, str]:
+    """A minimal environment for running the package from this checkout."""
+    env = {
+        "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
+        "HOME": os.environ.get("HOME", "/tmp"),
+        "PYTHONPATH": str(SRC),
+        "LC_ALL": "C.UTF-8",
+    }
+    env.update(extra)
+    return env
+
+
+def run_module(
+    *args: str, env: dict | None = None, input: bytes | None = None, timeout: float = 120
+):
+    """``python -m llm_wiki ARGS`` in a subprocess (jobs, crash and import tests)."""
+    return subprocess.run(
+        [sys.executable, "-m", "llm_wiki", *map(str, args)],
+        env=env or subprocess_env(),
+        input=input,
+        capture_output=True,
+        timeout=timeout,
+    )
+
+
+def write_args(summary: str = "Use Postgres for the ledger", **kw) -> list[str]:
+    """Flags for a valid authored decision."""
+    args = [
+        "write",
+        "--type",
+        kw.pop("type", "decision"),
+        "--domain",
+        kw.pop("domain", "platform"),
+        "--summary",
+        summary,
+    ]
+    if kw.pop("alt", True):
+        args += ["--alt", "mysql: weaker JSON support"]
+    for key, value in kw.items():
+        flag = "--" + key.replace("_", "-")
+        for item in value if isinstance(value, (list, tuple)) else [value]:
+            args += [flag, str(item)]
+    return args

@@ -1,0 +1,94 @@
+"""Rules that keep the code easy to change: who imports what, and start-up stays light."""
+
+from __future__ import annotations
+
+import ast
+import json
+import subprocess
+import sys
+
+from conftest import SRC, subprocess_env
+
+PACKAGE = SRC / "llm_wiki"
+
+
+def imported_modules(path):
+    tree = ast.parse(path.read_text())
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            for alias in node.names:
+                yield alias.name.split(".")[0], node
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            yield node.module.split(".")[0], node
+
+
+def test_only_cli_imports_click():
+    offenders = [
+        p.name
+        for p in PACKAGE.rglob("*.py")
+        if p.name != "cli.py" and any(m == "click" for m, _ in imported_modules(p))
+    ]
+    assert offenders == []
+
+
+def test_heavy_sdks_are_never_imported_at_module_level():
+    offenders = []
+    for path in PACKAGE.rglob("*.py"):
+        tree = ast.parse(path.read_text())
+        for node in tree.body:  # top level only
+            names = []
+            if isinstance(node, ast.Import):
+                names = [a.name for a in node.names]
+            elif isinstance(node, ast.ImportFrom) and node.module:
+                names = [node.module]
+            if any(n.split(".")[0] in ("anthropic", "mcp") for n in names):
+                offenders.append(path.name)
+    assert offenders == []
+
+
+PROBE = """
+import sys, runpy
+sys.argv = ["llm-wiki", *{args!r}]
+try:
+    runpy.run_module("llm_wiki", run_name="__main__")
+except SystemExit as exc:
+    code = exc.code
+else:
+    code = 0
+import json
+heavy = sorted(m for m in ("anthropic", "mcp", "jinja2", "httpx", "frontmatter") if m in sys.modules)
+print("MODULES=" + json.dumps(heavy), file=sys.stderr)
+sys.exit(code or 0)
+"""
+
+
+def loaded_after(args, wiki=None):
+    env = subprocess_env()
+    if wiki:
+        env["LLM_WIKI_DIR"] = str(wiki)
+    proc = subprocess.run(
+        [sys.executable, "-c", PROBE.format(args=list(args))],
+        env=env,
+        capture_output=True,
+        text=True,
+    )
+    assert proc.returncode == 0, proc.stderr
+    line = [ln for ln in proc.stderr.splitlines() if ln.startswith("MODULES=")][0]
+    return json.loads(line.split("=", 1)[1])
+
+
+def test_help_and_write_stay_light(wiki_path):
+    assert loaded_after(["--help"]) == []
+    assert loaded_after(["write", "--help"]) == []
+    args = ["write", "--type", "incident", "--domain", "ops", "--summary", "Disk full"]
+    assert loaded_after(args, wiki_path) == []
+    assert loaded_after(["list"], wiki_path) == []
+
+
+def test_every_command_has_help_with_an_example():
+    from llm_wiki.cli import cli
+
+    for name, command in cli.commands.items():
+        doc = command.help or ""
+        assert doc.strip(), f"{name} has no help"
+        assert "Example usage:" in doc, f"{name} help lacks 'Example usage:'"

@@ -1,0 +1,161 @@
+"""The entry model: parse/dump round trip, ids, schema validation."""
+
+from __future__ import annotations
+
+import dataclasses
+import string
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from conftest import SRC
+from llm_wiki.entries import (
+    Alternative,
+    Entry,
+    candidate_ids,
+    check_entry,
+    dump_entry,
+    entry_from_mapping,
+    parse_entry,
+    parse_schema,
+    slugify,
+)
+from llm_wiki.errors import InvalidInput
+
+words = st.text(
+    alphabet=string.ascii_lowercase + string.digits + "-", min_size=1, max_size=20
+).filter(lambda s: s.strip("-"))
+anytext = st.text(min_size=1, max_size=80).filter(lambda s: s.strip())
+names = st.from_regex(r"[a-z0-9](?:[a-z0-9-]{0,10}[a-z0-9])?", fullmatch=True)
+
+
+@st.composite
+def entries(draw):
+    alts = draw(st.lists(st.tuples(words, anytext), max_size=3))
+    data = {
+        "id": draw(st.one_of(st.just(""), names)),
+        "type": draw(st.sampled_from(["decision", "incident", "synthesis", "reflection"])),
+        "date": draw(st.dates()).isoformat(),
+        "summary": draw(anytext),
+        "domain": draw(names),
+        "status": draw(st.sampled_from(["active", "proposed", "rejected", "deprecated"])),
+        "scope": draw(names),
+        "origin": draw(
+            st.sampled_from(["authored", "imported", "ingested", "consolidated", "answer"])
+        ),
+        "actors": draw(st.lists(anytext, max_size=3)),
+        "tags": draw(st.lists(words, max_size=4)),
+        "supersedes": draw(st.lists(names, max_size=2)),
+        "alternatives_considered": [{"id": a, "rejected_because": r} for a, r in alts],
+        "aliases": draw(st.lists(anytext, max_size=3)),
+        "questions": draw(st.lists(anytext, max_size=2)),
+        "sources": draw(st.lists(anytext, max_size=2)),
+        "body": draw(st.text(max_size=300)),
+    }
+    if draw(st.booleans()):
+        data["fingerprint"] = draw(words)
+    return entry_from_mapping(data)
+
+
+@settings(max_examples=300, deadline=None)
+@given(entries())
+def test_parse_dump_round_trip(entry):
+    text = dump_entry(entry)
+    again = parse_entry(text)
+    assert again == entry
+    assert dump_entry(again) == text
+
+
+def test_dump_is_stable_and_readable():
+    entry = entry_from_mapping(
+        {
+            "id": "2026-05-02-x-3f2a",
+            "type": "decision",
+            "date": "2026-05-02",
+            "summary": "Compacted the fleet",
+            "domain": "meta",
+            "tags": ["a", "b"],
+            "alternatives_considered": [{"id": "keep-all", "rejected_because": "noise"}],
+        }
+    )
+    text = dump_entry(entry)
+    assert text.splitlines()[:4] == [
+        "---",
+        "id: 2026-05-02-x-3f2a",
+        "type: decision",
+        "date: 2026-05-02",
+    ]
+    assert "tags: [a, b]" in text
+    assert "- id: keep-all\n  rejected_because: noise" in text
+    keys = [line.split(":")[0] for line in text.splitlines()[1:] if line and line[0].isalpha()]
+    assert keys == [
+        "id",
+        "type",
+        "date",
+        "actors",
+        "tags",
+        "domain",
+        "summary",
+        "status",
+        "supersedes",
+        "alternatives_considered",
+        "aliases",
+        "questions",
+        "scope",
+        "origin",
+        "sources",
+    ]
+
+
+def test_yaml_dates_are_normalised_at_the_boundary():
+    entry = parse_entry(
+        "---\nid: x\ntype: incident\ndate: 2026-01-02\nsummary: s\ndomain: d\n---\n"
+    )
+    assert entry.date == "2026-01-02"
+    with pytest.raises(InvalidInput, match="not a date and time"):
+        parse_entry("---\nid: x\ndate: 2026-01-02 10:00:00\n---\n")
+
+
+@pytest.mark.parametrize(
+    "summary, slug",
+    [
+        ("Use Postgres for the ledger!", "use-postgres-for-the-ledger"),
+        ("Flottenverkleinerung: Größe", "flottenverkleinerung-grosse"),
+        ("日本語だけ", "entry"),
+        ("a" * 80, "a" * 60),
+        ("word " * 30, "-".join(["word"] * 12)),
+    ],
+)
+def test_slugify(summary, slug):
+    assert slugify(summary) == slug
+    assert len(slugify(summary)) <= 60
+
+
+def test_ids_depend_on_content_and_extend_on_collision():
+    base = entry_from_mapping(
+        {"type": "incident", "date": "2026-05-02", "summary": "Disk full", "domain": "ops"}
+    )
+    other = dataclasses.replace(base, body="different")
+    first = list(candidate_ids(base))
+    assert first[0].startswith("2026-05-02-disk-full-") and len(first[0].rsplit("-", 1)[1]) == 4
+    assert first[1].startswith(first[0])  # one more hex digit
+    assert first == list(candidate_ids(base))  # deterministic
+    assert next(candidate_ids(other)) != first[0]
+    scoped = dataclasses.replace(base, scope="hr")
+    assert next(candidate_ids(scoped)) != first[0]  # two scopes never mint the same id
+
+
+SCHEMA = parse_schema((SRC / "llm_wiki/templates/wiki/schema.md").read_text())
+
+
+def test_schema_rules():
+    decision = Entry(id="", type="decision", date="2026-05-02", summary="s", domain="d")
+    assert [p.field for p in check_entry(decision, SCHEMA)] == ["alternatives_considered"]
+    imported = dataclasses.replace(decision, origin="imported")
+    assert check_entry(imported, SCHEMA) == []
+    ok = dataclasses.replace(decision, alternatives_considered=(Alternative("x", "y"),))
+    assert check_entry(ok, SCHEMA) == []
+    bad = dataclasses.replace(ok, type="memo", status="superseded", domain="Big Domain")
+    fields = {p.field for p in check_entry(bad, SCHEMA)}
+    assert fields == {"type", "status", "domain"}

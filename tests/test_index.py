@@ -1,0 +1,145 @@
+"""INDEX.md, index/<domain>.md and the catalog: incremental, rebuildable byte for byte."""
+
+from __future__ import annotations
+
+import shutil
+
+from conftest import write_args
+
+
+def index_files(root):
+    files = {"INDEX.md": (root / "INDEX.md").read_bytes()}
+    for path in sorted((root / "index").glob("*.md")):
+        files[f"index/{path.name}"] = path.read_bytes()
+    return files
+
+
+def populate(cli, monkeypatch):
+    ids = {}
+    for day, domain, summary in [
+        ("2026-01-05", "platform", "Use Postgres for the ledger"),
+        ("2026-02-10", "platform", "Adopt Kubernetes for services"),
+        ("2026-02-11", "security", "Rotate keys every 90 days"),
+        ("2026-03-01", "ops", "Page on-call only for customer impact"),
+    ]:
+        monkeypatch.setenv("LLM_WIKI_NOW", day)
+        ids[summary] = cli.json(*write_args(summary, domain=domain, tag=[domain]))["id"]
+    monkeypatch.setenv("LLM_WIKI_NOW", "2026-03-02")
+    ids["new"] = cli.json(
+        *write_args("Move the ledger to CockroachDB", supersedes=ids["Use Postgres for the ledger"])
+    )["id"]
+    cli.json("write", "--type", "incident", "--domain", "ops", "--summary", "Disk filled on db-1")
+    return ids
+
+
+def test_index_md_is_the_map(cli, wiki_path, monkeypatch):
+    ids = populate(cli, monkeypatch)
+    index = (wiki_path / "INDEX.md").read_text()
+    assert "**6 entries**: 5 active · 1 superseded" in index
+    assert "Types: 5 decision · 1 incident" in index
+    assert "- [platform](index/platform.md) — 3 entries, 2 active, latest 2026-03-02" in index
+    latest = index.split("## Latest")[1]
+    assert latest.index(ids["new"]) < latest.index(ids["Use Postgres for the ledger"])
+    domain = (wiki_path / "index/platform.md").read_text().splitlines()
+    lines = [ln for ln in domain if ln.startswith("- ")]
+    assert [ln.split(" ")[1] for ln in lines] == ["2026-03-02", "2026-02-10", "2026-01-05"]
+    assert f"[{ids['new']}](../entries/2026/03/{ids['new']}.md)" in lines[0]
+    assert "#platform" in lines[1]
+
+
+def test_rebuild_from_scratch_gives_identical_bytes(cli, wiki_path, monkeypatch):
+    populate(cli, monkeypatch)
+    before = index_files(wiki_path)
+    cli("index", "--check")
+    shutil.rmtree(wiki_path / ".llm-wiki")
+    shutil.rmtree(wiki_path / "index")
+    (wiki_path / "INDEX.md").unlink()
+    cli("index")
+    assert index_files(wiki_path) == before
+    cli("index", "--check")
+
+
+def test_check_reports_stale_files(cli, wiki_path, monkeypatch):
+    populate(cli, monkeypatch)
+    (wiki_path / "index/ops.md").write_text("stale\n")
+    result = cli("index", "--check", code=1)
+    assert "index/ops.md" in result.stdout
+    (wiki_path / "index/typo.md").write_text("left over\n")
+    assert "index/typo.md" in cli("index", "--check", code=1).stdout
+    cli("index")
+    cli("index", "--check")
+    assert not (wiki_path / "index/typo.md").exists()
+
+
+def test_catalog_follows_files_added_behind_its_back(cli, wiki_path, monkeypatch):
+    """A file added by git (with its log line) is picked up by the next read."""
+    ids = populate(cli, monkeypatch)
+    src = wiki_path / f"entries/2026/03/{ids['new']}.md"
+    other = wiki_path.parent / "other"
+    shutil.copytree(wiki_path, other)
+    from conftest import Cli
+
+    Cli(other)(
+        "write", "--type", "incident", "--domain", "ops", "--summary", "Found on the other machine"
+    )
+    # bring the other machine's new entry and its log line over, as git would
+    new_files = set(p.relative_to(other) for p in (other / "entries").rglob("*.md")) - set(
+        p.relative_to(wiki_path) for p in (wiki_path / "entries").rglob("*.md")
+    )
+    assert len(new_files) == 1
+    rel = new_files.pop()
+    (wiki_path / rel).parent.mkdir(parents=True, exist_ok=True)
+    shutil.copy2(other / rel, wiki_path / rel)
+    (wiki_path / "log.md").write_bytes((other / "log.md").read_bytes())
+    listed = cli.json("list", "--domain", "ops")
+    assert "Found on the other machine" in [e["summary"] for e in listed["entries"]]
+    assert "Found on the other machine" in (wiki_path / "index/ops.md").read_text()
+    cli("index", "--check")
+    assert src.exists()
+
+
+def test_index_reparses_only_changed_files(cli, wiki_path, monkeypatch):
+    populate(cli, monkeypatch)
+    first = cli.json("index")
+    assert first["parsed"] == 0  # writes kept the catalog current
+    shutil.rmtree(wiki_path / ".llm-wiki")
+    assert cli.json("index")["parsed"] == 6
+
+
+def test_unparseable_file_is_reported_not_fatal(cli, wiki_path, monkeypatch):
+    populate(cli, monkeypatch)
+    bad = wiki_path / "entries/2026/03/broken.md"
+    bad.write_text("no frontmatter here\n")
+    result = cli("index")
+    assert "broken.md" in result.stderr and "unreadable entry skipped" in result.stderr
+    assert cli.json("stats")["entries"] == 6
+
+
+def test_list_filters(cli, monkeypatch):
+    ids = populate(cli, monkeypatch)
+    assert cli.json("list", "--tag", "security")["total"] == 1
+    assert cli.json("list", "--type", "incident")["total"] == 1
+    assert cli.json("list", "--since", "2026-02-11", "--until", "2026-03-01")["total"] == 2
+    assert [e["id"] for e in cli.json("list", "--status", "superseded")["entries"]] == [
+        ids["Use Postgres for the ledger"]
+    ]
+    page = cli.json("list", "--limit", "2", "--offset", "2")
+    assert page["total"] == 6 and len(page["entries"]) == 2
+    text = cli("list", "--limit", "2").stdout
+    assert "4 more" in text
+
+
+def test_actor_filter(cli):
+    cli(*write_args(actor=["alice", "bob"]))
+    cli(*write_args("Second", actor=["bob"]))
+    assert cli.json("list", "--actor", "alice")["total"] == 1
+    assert cli.json("list", "--actor", "bob")["total"] == 2
+
+
+def test_stats(cli, monkeypatch):
+    populate(cli, monkeypatch)
+    stats = cli.json("stats")
+    assert stats["entries"] == 6
+    assert stats["by_status"] == {"active": 5, "superseded": 1}
+    assert stats["by_domain"] == {"ops": 2, "platform": 3, "security": 1}
+    assert "6 entries" in cli("stats").stdout

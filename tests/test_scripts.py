@@ -1,0 +1,89 @@
+"""The job scripts in _system/bin/ run under dash with `env -i` plus only what they document."""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+
+from conftest import REPO, Cli
+
+BIN = REPO / "_system" / "bin"
+STAMP = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ wiki-\w+ ", re.M)
+
+
+def run_script(name, *args, env=None, timeout=120):
+    base = {"LLM_WIKI_PYTHON": sys.executable}
+    base.update(env or {})
+    cmd = ["env", "-i", *(f"{k}={v}" for k, v in base.items()), "dash", str(BIN / name), *args]
+    return subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
+
+
+def test_scripts_are_posix_sh():
+    for path in BIN.iterdir():
+        text = path.read_text()
+        assert "pipefail" not in text and "[[" not in text and "function " not in text, path.name
+        if path.name != "_lib.sh":
+            assert text.startswith("#!/bin/sh\n"), path.name
+            assert os.access(path, os.X_OK), path.name
+        proc = subprocess.run(["dash", "-n", str(path)], capture_output=True, text=True)
+        assert proc.returncode == 0, proc.stderr
+
+
+def test_wiki_write_and_index_under_env_i(wiki_path):
+    proc = run_script(
+        "wiki-write",
+        "--type",
+        "incident",
+        "--domain",
+        "ops",
+        "--summary",
+        "Written by a job",
+        env={"LLM_WIKI_DIR": wiki_path},
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert "Recorded " in proc.stdout
+    proc = run_script("wiki-index", env={"LLM_WIKI_DIR": wiki_path})
+    assert proc.returncode == 0, proc.stderr
+    assert "Indexed 1 entries" in proc.stdout
+    assert len(STAMP.findall(proc.stderr)) >= 2
+    assert Cli(wiki_path).json("stats")["entries"] == 1
+
+
+def test_env_file_supplies_the_environment(wiki_path, tmp_path):
+    env_file = tmp_path / "env"
+    env_file.write_text(f"LLM_WIKI_DIR={wiki_path}\n")
+    env_file.chmod(0o600)
+    proc = run_script("wiki-index", env={"LLM_WIKI_ENV_FILE": env_file})
+    assert proc.returncode == 0, proc.stderr
+    home = tmp_path / "home"
+    (home / ".config/llm-wiki").mkdir(parents=True)
+    (home / ".config/llm-wiki/env").write_text(f"LLM_WIKI_DIR={wiki_path}\n")
+    proc = run_script("wiki-index", env={"HOME": home})
+    assert proc.returncode == 0, proc.stderr
+
+
+def test_missing_wiki_dir_fails_loudly():
+    proc = run_script("wiki-index")
+    assert proc.returncode == 2
+    assert "LLM_WIKI_DIR is not set" in proc.stderr and STAMP.search(proc.stderr)
+
+
+def test_failed_write_exits_non_zero(wiki_path):
+    proc = run_script("wiki-write", "--type", "memo", env={"LLM_WIKI_DIR": wiki_path})
+    assert proc.returncode == 2
+    assert "write failed (exit 2)" in proc.stderr
+
+
+def test_overlapping_job_exits_zero_and_says_so(wiki_path):
+    lock = wiki_path / ".llm-wiki/jobs/wiki-index.lock"
+    lock.mkdir(parents=True)
+    (lock / "pid").write_text(str(os.getpid()))  # a live process holds it
+    proc = run_script("wiki-index", env={"LLM_WIKI_DIR": wiki_path})
+    assert proc.returncode == 0
+    assert "holds the lock" in proc.stderr
+    (lock / "pid").write_text("999999")  # dead: the lock is stale
+    proc = run_script("wiki-index", env={"LLM_WIKI_DIR": wiki_path})
+    assert proc.returncode == 0 and "stale lock" in proc.stderr and "Indexed" in proc.stdout
+    assert not lock.exists()
