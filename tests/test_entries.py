@@ -26,7 +26,12 @@ from llm_wiki.errors import InvalidInput
 words = st.text(
     alphabet=string.ascii_lowercase + string.digits + "-", min_size=1, max_size=20
 ).filter(lambda s: s.strip("-"))
-anytext = st.text(min_size=1, max_size=80).filter(lambda s: s.strip())
+anytext = st.one_of(
+    st.text(min_size=1, max_size=80),
+    st.sampled_from(["yes", "No", "null", "~", "0x1F", "1e3", "2026-05-02", "a: b", "x #y", "-a",
+                     "[a]", "{b}", "'q'", '"q"', "tab\there", "line\nbreak", "\x85\u2028", "12:30",
+                     "café", "ok ", "@at", "%p", "&a", "*b", "!c", "?d", "|e", ">f", "a,b"]),
+).filter(lambda s: s.strip())
 names = st.from_regex(r"[a-z0-9](?:[a-z0-9-]{0,10}[a-z0-9])?", fullmatch=True)
 
 
@@ -58,7 +63,7 @@ def entries(draw):
     return entry_from_mapping(data)
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=500, deadline=None)
 @given(entries())
 def test_parse_dump_round_trip(entry):
     text = dump_entry(entry)

@@ -29,7 +29,7 @@ from llm_wiki.entries import Alternative, Entry, decode_text, parse_entry
 from llm_wiki.errors import InvalidInput, WikiError
 from llm_wiki.wiki import Wiki
 
-CATALOG_VERSION = "1"
+CATALOG_VERSION = "3"
 LATEST_IN_INDEX = 15
 SUMMARY_IN_LINE = 300
 ROOT_MARK = "\x00"  # stands for the link prefix to the wiki root inside cached lines
@@ -56,6 +56,34 @@ CREATE TABLE IF NOT EXISTS entries(
 CREATE INDEX IF NOT EXISTS entries_by_domain ON entries(domain, date DESC, id DESC);
 CREATE INDEX IF NOT EXISTS entries_by_date ON entries(date DESC, id DESC);
 CREATE INDEX IF NOT EXISTS entries_by_path ON entries(path);
+CREATE INDEX IF NOT EXISTS entries_by_scope ON entries(scope, domain, date);
+CREATE INDEX IF NOT EXISTS entries_by_scope_date ON entries(scope, date);
+-- Counts for INDEX.md, kept by triggers so a write never scans the catalog.
+CREATE TABLE IF NOT EXISTS counts(
+  scope TEXT NOT NULL, domain TEXT NOT NULL, type TEXT NOT NULL, status TEXT NOT NULL,
+  archived INTEGER NOT NULL, n INTEGER NOT NULL,
+  PRIMARY KEY(scope, domain, type, status, archived)
+);
+CREATE TRIGGER IF NOT EXISTS counts_insert AFTER INSERT ON entries BEGIN
+  INSERT INTO counts VALUES(new.scope, new.domain, new.type,
+    CASE WHEN new.superseded_by IS NOT NULL THEN 'superseded' ELSE new.status END,
+    new.archive IS NOT NULL, 1)
+  ON CONFLICT(scope, domain, type, status, archived) DO UPDATE SET n = n + 1;
+END;
+CREATE TRIGGER IF NOT EXISTS counts_delete AFTER DELETE ON entries BEGIN
+  UPDATE counts SET n = n - 1 WHERE scope = old.scope AND domain = old.domain
+    AND type = old.type AND archived = (old.archive IS NOT NULL)
+    AND status = CASE WHEN old.superseded_by IS NOT NULL THEN 'superseded' ELSE old.status END;
+END;
+CREATE TRIGGER IF NOT EXISTS counts_update AFTER UPDATE OF superseded_by, archive ON entries BEGIN
+  UPDATE counts SET n = n - 1 WHERE scope = old.scope AND domain = old.domain
+    AND type = old.type AND archived = (old.archive IS NOT NULL)
+    AND status = CASE WHEN old.superseded_by IS NOT NULL THEN 'superseded' ELSE old.status END;
+  INSERT INTO counts VALUES(new.scope, new.domain, new.type,
+    CASE WHEN new.superseded_by IS NOT NULL THEN 'superseded' ELSE new.status END,
+    new.archive IS NOT NULL, 1)
+  ON CONFLICT(scope, domain, type, status, archived) DO UPDATE SET n = n + 1;
+END;
 CREATE TABLE IF NOT EXISTS edges(old TEXT NOT NULL, new TEXT NOT NULL, PRIMARY KEY(old, new));
 CREATE INDEX IF NOT EXISTS edges_by_new ON edges(new);
 CREATE TABLE IF NOT EXISTS tags(id TEXT NOT NULL, tag TEXT NOT NULL);
@@ -65,6 +93,8 @@ CREATE TABLE IF NOT EXISTS actors(id TEXT NOT NULL, actor TEXT NOT NULL);
 CREATE INDEX IF NOT EXISTS actors_by_actor ON actors(actor);
 CREATE INDEX IF NOT EXISTS actors_by_id ON actors(id);
 CREATE TABLE IF NOT EXISTS problems(path TEXT PRIMARY KEY, message TEXT NOT NULL);
+-- Index files as last written (size, mtime): an unchanged domain's file is not re-rendered.
+CREATE TABLE IF NOT EXISTS rendered(path TEXT PRIMARY KEY, size INTEGER, mtime_ns INTEGER);
 CREATE VIRTUAL TABLE IF NOT EXISTS fts USING fts5(
   summary, tags, aliases, questions, domain, body,
   tokenize = 'porter unicode61 remove_diacritics 2'
@@ -140,6 +170,41 @@ class Row:
             "archive": self.archive,
             "sha256": self.sha256,
         }
+
+
+def _row_values(parsed: Parsed, superseded_by: str | None, line: str) -> tuple[Any, ...]:
+    """The ``entries`` columns (in ``_COLUMNS`` order) for one parsed file."""
+    entry = parsed.entry
+    assert entry is not None
+    return (
+        entry.id,
+        parsed.path,
+        parsed.archive,
+        parsed.sha256,
+        parsed.mtime_ns,
+        parsed.size,
+        entry.type,
+        entry.date,
+        entry.domain,
+        entry.scope,
+        entry.status,
+        entry.origin,
+        entry.summary,
+        json.dumps(entry.tags, ensure_ascii=False),
+        json.dumps(entry.actors, ensure_ascii=False),
+        json.dumps(entry.aliases, ensure_ascii=False),
+        json.dumps(entry.questions, ensure_ascii=False),
+        json.dumps(entry.supersedes, ensure_ascii=False),
+        json.dumps(entry.sources, ensure_ascii=False),
+        json.dumps(
+            [[a.id, a.rejected_because] for a in entry.alternatives_considered],
+            ensure_ascii=False,
+        ),
+        json.dumps(dict(entry.extra), ensure_ascii=False, sort_keys=True) if entry.extra else None,
+        len(entry.body),
+        superseded_by,
+        line,
+    )
 
 
 def _row(r: sqlite3.Row | tuple[Any, ...]) -> Row:
@@ -433,62 +498,90 @@ class Catalog:
         assert entry is not None
         cur = self.db.execute(
             f"INSERT INTO entries({_COLUMNS}) VALUES({','.join('?' * 24)})",
-            (
-                entry.id,
-                parsed.path,
-                parsed.archive,
-                parsed.sha256,
-                parsed.mtime_ns,
-                parsed.size,
-                entry.type,
-                entry.date,
-                entry.domain,
-                entry.scope,
-                entry.status,
-                entry.origin,
-                entry.summary,
-                json.dumps(entry.tags, ensure_ascii=False),
-                json.dumps(entry.actors, ensure_ascii=False),
-                json.dumps(entry.aliases, ensure_ascii=False),
-                json.dumps(entry.questions, ensure_ascii=False),
-                json.dumps(entry.supersedes, ensure_ascii=False),
-                json.dumps(entry.sources, ensure_ascii=False),
-                json.dumps(
-                    [[a.id, a.rejected_because] for a in entry.alternatives_considered],
-                    ensure_ascii=False,
-                ),
-                json.dumps(dict(entry.extra), ensure_ascii=False, sort_keys=True)
-                if entry.extra
-                else None,
-                len(entry.body),
-                None,
-                "",
-            ),
+            _row_values(parsed, None, ""),
         )
-        rowid = cur.lastrowid
-        self.db.executemany(
+        self._insert_side_tables([(cur.lastrowid, entry)])
+
+    def _insert_side_tables(self, items: Sequence[tuple[int | None, Entry]]) -> None:
+        db = self.db
+        db.executemany(
             "INSERT OR IGNORE INTO edges(old, new) VALUES(?, ?)",
-            [(old_id, entry.id) for old_id in entry.supersedes],
+            [(old, e.id) for _, e in items for old in e.supersedes],
         )
-        self.db.executemany(
-            "INSERT INTO tags(id, tag) VALUES(?, ?)", [(entry.id, t) for t in entry.tags]
+        db.executemany(
+            "INSERT INTO tags(id, tag) VALUES(?, ?)", [(e.id, t) for _, e in items for t in e.tags]
         )
-        self.db.executemany(
-            "INSERT INTO actors(id, actor) VALUES(?, ?)", [(entry.id, a) for a in entry.actors]
+        db.executemany(
+            "INSERT INTO actors(id, actor) VALUES(?, ?)",
+            [(e.id, a) for _, e in items for a in e.actors],
         )
-        self.db.execute(
+        db.executemany(
             "INSERT INTO fts(rowid, summary, tags, aliases, questions, domain, body) "
             "VALUES(?, ?, ?, ?, ?, ?, ?)",
-            (
-                rowid,
-                entry.summary,
-                " ".join(entry.tags),
-                " ; ".join(entry.aliases),
-                " ; ".join(entry.questions),
-                entry.domain,
-                entry.body,
-            ),
+            [
+                (
+                    rowid,
+                    e.summary,
+                    " ".join(e.tags),
+                    " ; ".join(e.aliases),
+                    " ; ".join(e.questions),
+                    e.domain,
+                    e.body,
+                )
+                for rowid, e in items
+            ],
         )
+
+    def _bulk_load(self, parsed: Sequence[Parsed]) -> None:
+        """Fill an empty catalog in a few statements (a full build), lines rendered up front."""
+        loaded: dict[str, Parsed] = {}
+        problems: list[tuple[str, str]] = []
+        for item in parsed:
+            if item.entry is None:
+                problems.append((item.path, item.problem))
+            elif item.entry.id in loaded:
+                holder = loaded[item.entry.id].path
+                problems.append(
+                    (
+                        item.path,
+                        f"{item.path}: id {item.entry.id} is already used by {holder}; remove the copy.",
+                    )
+                )
+            else:
+                loaded[item.entry.id] = item
+        newer: dict[str, list[str]] = {}
+        for item in loaded.values():
+            entry = item.entry
+            assert entry is not None
+            for old in entry.supersedes:
+                target = loaded.get(old)
+                if (
+                    target is not None
+                    and target.entry is not None
+                    and target.entry.scope == entry.scope
+                ):
+                    newer.setdefault(old, []).append(entry.id)
+        rows = []
+        for item in loaded.values():
+            entry = item.entry
+            assert entry is not None
+            by = tuple(sorted(newer.get(entry.id, ())))
+            rows.append(
+                _row_values(
+                    item, json.dumps(by) if by else None, render_line(entry, by, item.archive)
+                )
+            )
+        first = (
+            int(self.db.execute("SELECT coalesce(max(rowid), 0) FROM entries").fetchone()[0]) + 1
+        )
+        self.db.executemany(
+            f"INSERT INTO entries(rowid, {_COLUMNS}) VALUES({','.join('?' * 25)})",
+            [(first + i, *row) for i, row in enumerate(rows)],
+        )
+        self._insert_side_tables(
+            [(first + i, item.entry) for i, item in enumerate(loaded.values()) if item.entry]
+        )
+        self.db.executemany("INSERT OR REPLACE INTO problems(path, message) VALUES(?, ?)", problems)
 
     def _delete_id(self, entry_id: str) -> None:
         got = self.db.execute("SELECT rowid FROM entries WHERE id=?", (entry_id,)).fetchone()
@@ -590,11 +683,23 @@ class Catalog:
         """Record an entry this process just wrote (lock held) and refresh its index files."""
         st = (self.wiki.root / rel).stat()
         parsed = Parsed(rel, sha, st.st_mtime_ns, st.st_size, entry)
+        self._apply_and_render([parsed])
+
+    def _apply_and_render(
+        self, parsed: list[Parsed], archived: Sequence[tuple[str, str]] = ()
+    ) -> None:
+        """Apply changes, consume the log, and re-render only the domains they touched.
+
+        ``render_pending`` stays set until the files are written, so a process killed in
+        between leaves a flag that makes the next open re-render everything.
+        """
+        stale = self._meta("render_pending") == "1"
         with self.db:
             self._set_meta("render_pending", "1")
-            domains = self.apply([parsed])
+            domains = self.apply(parsed)
+            domains |= self._mark_archived(archived)
             self._consume_log()
-        self.render(domains=domains)
+        self.render(domains=None if stale else domains, full=stale)
 
     def _consume_log(self) -> None:
         size, tail = _log_state(self.wiki)
@@ -618,7 +723,7 @@ class Catalog:
             if size > offset:
                 self._follow_log(offset)
             if self._meta("render_pending") == "1":
-                self.render()
+                self.render(domains=None, full=True)
             return
         self.scan()
 
@@ -638,12 +743,7 @@ class Catalog:
                 parsed.append(parse_file(rel, data, st.st_mtime_ns, st.st_size))
             elif line.op == "archive" and line.fields.get("archive"):
                 archived.append((line.subject, line.fields["archive"]))
-        with self.db:
-            self._set_meta("render_pending", "1")
-            domains = self.apply(parsed)
-            domains |= self._mark_archived(archived)
-            self._consume_log()
-        self.render(domains=domains)
+        self._apply_and_render(parsed, archived)
 
     def _mark_archived(self, archived: Sequence[tuple[str, str]]) -> set[str]:
         ids = []
@@ -657,132 +757,195 @@ class Catalog:
 
     def scan(self) -> ScanResult:
         """Compare every file with the catalog; re-parse only what changed; render."""
-        known: dict[str, tuple[int | None, int | None, str | None]] = {
-            path: (mtime, size, archive)
-            for path, mtime, size, archive in self.db.execute(
-                "SELECT path, mtime_ns, size, archive FROM entries"
-            )
+        loose: dict[str, tuple[int, int] | None] = {
+            path: (mtime, size)
+            for path, mtime, size in self.db.execute(
+                "SELECT path, mtime_ns, size FROM entries WHERE archive IS NULL"
+            ).fetchall()
         }
-        for (path,) in self.db.execute("SELECT path FROM problems"):
-            known.setdefault(path, (-1, -1, None))
+        archived: dict[str, str] = dict(
+            self.db.execute(
+                "SELECT path, archive FROM entries WHERE archive IS NOT NULL"
+            ).fetchall()
+        )
+        for (path,) in self.db.execute("SELECT path FROM problems").fetchall():
+            loose.setdefault(path, None)
         seen: set[str] = set()
         changed: list[Parsed] = []
+        root = self.wiki.root
         for rel, st in store.iter_entry_files(self.wiki):
             seen.add(rel)
-            prior = known.get(rel)
-            if prior and prior[2] is None and prior[0] == st.st_mtime_ns and prior[1] == st.st_size:
+            if loose.get(rel) == (st.st_mtime_ns, st.st_size):
                 continue
-            data = (self.wiki.root / rel).read_bytes()
-            changed.append(parse_file(rel, data, st.st_mtime_ns, st.st_size))
+            changed.append(parse_file(rel, (root / rel).read_bytes(), st.st_mtime_ns, st.st_size))
         on_disk = archive_names(self.wiki)
-        known_archives = {a for _, _, a in known.values() if a}
-        for path, (_, _, archive) in known.items():
-            if archive and archive in on_disk and path not in seen:
+        for path, archive in archived.items():
+            if archive in on_disk and path not in seen:
                 seen.add(path)
+        known = loose.keys() | archived.keys()
         # Archives new to the catalog are read; all of them when a file left entries/ (it may
         # have been archived by another machine).
-        vanished = any(p not in seen for p in known)
-        to_read = on_disk if vanished else on_disk - known_archives
+        vanished = not known <= seen
+        to_read = on_disk if vanished else on_disk - set(archived.values())
         for item in _iter_archived(self.wiki, to_read):
             if item.path in seen:
                 continue  # a loose file in entries/, or an earlier archive, holds it
             seen.add(item.path)
-            if known.get(item.path, (None, None, None))[2] != item.archive:
+            if archived.get(item.path) != item.archive:
                 changed.append(item)
         removed = [p for p in known if p not in seen]
         with self.db:
             self._set_meta("render_pending", "1")
-            self._set_meta("version", CATALOG_VERSION)
-            self.apply(changed, removed)
+            touched: set[str] | None = None
+            if known:
+                touched = self.apply(changed, removed)
+            else:
+                self._bulk_load(changed)
             self._consume_log()
-        written = self.render(full=True)
+        written = self.render(domains=touched, full=True)
+        if self._meta("version") != CATALOG_VERSION:  # the first build is complete
+            with self.db:
+                self._set_meta("version", CATALOG_VERSION)
+            self.db.execute("PRAGMA journal_mode=WAL")
+            self.db.execute("PRAGMA synchronous=NORMAL")
         return ScanResult(parsed=len(changed), removed=len(removed), written=tuple(written))
 
     # -- rendering INDEX.md and the domain files
     def render(
         self,
         *,
-        domains: Iterable[str] = (),
+        domains: Iterable[str] | None = (),
         full: bool = False,
     ) -> list[str]:
-        """Write the index files that changed; return their paths (relative to the root)."""
-        pending = self._meta("render_pending") == "1"
-        files = self.expected_files(domains=None if (full or pending) else set(domains))
-        written = []
-        for rel, text in files.items():
+        """Write the index files that changed; return their paths (relative to the root).
+
+        INDEX.md and the files of ``domains`` (None: all) are rendered. With ``full``, every
+        other index file is checked too: re-rendered unless it is exactly as last written
+        (same size and mtime), and index files that no domain owns any more are removed.
+        """
+        wanted = None if domains is None else set(domains)
+        recorded = {
+            p: (n, m) for p, n, m in self.db.execute("SELECT path, size, mtime_ns FROM rendered")
+        }
+        plan = self._plan()
+        written, seen = [], []
+        for rel, (target, domain, groups) in plan.items():
             path = self.wiki.root / rel
+            if domain is not None and wanted is not None and domain not in wanted:
+                if not full:
+                    continue
+                try:
+                    st = path.stat()
+                except FileNotFoundError:
+                    st = None
+                if st is not None and recorded.get(rel) == (st.st_size, st.st_mtime_ns):
+                    continue
+            text = (
+                self._render_index(target, groups)
+                if domain is None
+                else self._render_domain(target, domain)
+            )
             data = text.encode()
             try:
-                if path.read_bytes() == data:
-                    continue
+                same = path.read_bytes() == data
             except FileNotFoundError:
-                pass
-            store.atomic_write(path, data)
-            written.append(rel)
-        if full or pending:
-            for rel in self._stale_index_files(files):
+                same = False
+            if not same:
+                store.atomic_write(path, data)
+                written.append(rel)
+            st = path.stat()
+            seen.append((rel, st.st_size, st.st_mtime_ns))
+        if full:
+            for rel in self._stale_index_files(plan):
                 with contextlib.suppress(FileNotFoundError):
                     (self.wiki.root / rel).unlink()
                 written.append(rel)
         with self.db:
+            self.db.executemany(
+                "INSERT OR REPLACE INTO rendered(path, size, mtime_ns) VALUES(?, ?, ?)", seen
+            )
+            if full:
+                self.db.execute(
+                    "DELETE FROM rendered WHERE path NOT IN (SELECT value FROM json_each(?))",
+                    (json.dumps(list(plan)),),
+                )
             self._set_meta("render_pending", "0")
         return written
 
-    def _stale_index_files(self, files: dict[str, str]) -> list[str]:
+    def _plan(self) -> dict[str, tuple[Target, str | None, list[Any]]]:
+        """Every index file that should exist: path -> (target, domain or None for INDEX.md,
+        the target's count groups)."""
+        plan: dict[str, tuple[Target, str | None, list[Any]]] = {}
+        for target in index_targets(self.wiki, self.scopes()):
+            base = target.dir.relative_to(self.wiki.root).as_posix()
+            base = "" if base == "." else base + "/"
+            groups = self._counts(target.scope)
+            plan[base + "INDEX.md"] = (target, None, groups)
+            for domain in sorted({g[0] for g in groups}):
+                plan[f"{base}index/{domain}.md"] = (target, domain, groups)
+        return plan
+
+    def _stale_index_files(self, files: Iterable[str]) -> list[str]:
         stale = []
+        expected = set(files)
         candidates = [self.wiki.root / "index", self.wiki.root / "indexes"]
         for base in candidates:
             if not base.is_dir():
                 continue
             for path in base.rglob("*.md"):
                 rel = path.relative_to(self.wiki.root).as_posix()
-                if rel not in files:
+                if rel not in expected:
                     stale.append(rel)
         if walls_on(self.wiki) and (self.wiki.root / "INDEX.md").exists():
             stale.append("INDEX.md")  # a whole-wiki map would mix scopes
         return sorted(stale)
 
-    def expected_files(self, domains: set[str] | None = None) -> dict[str, str]:
-        """Index files as they should be: all, or INDEX.md(s) plus the given domains' files."""
-        out: dict[str, str] = {}
-        for target in index_targets(self.wiki, self.scopes()):
-            base = target.dir.relative_to(self.wiki.root).as_posix()
-            base = "" if base == "." else base + "/"
-            stats = self._domain_stats(target.scope)
-            out[base + "INDEX.md"] = self._render_index(target, stats)
-            for domain in stats:
-                if domains is None or domain in domains:
-                    out[f"{base}index/{domain}.md"] = self._render_domain(target, domain)
-        return out
+    def expected_files(self) -> dict[str, str]:
+        """Every index file as it should be (path -> text)."""
+        return {
+            rel: self._render_index(target, groups)
+            if domain is None
+            else self._render_domain(target, domain)
+            for rel, (target, domain, groups) in self._plan().items()
+        }
 
     def _scope_sql(self, scope: str | None) -> tuple[str, list[str]]:
         return ("scope = ?", [scope]) if scope is not None else ("1", [])
 
-    def _domain_stats(self, scope: str | None) -> dict[str, tuple[int, int, str]]:
+    def _counts(self, scope: str | None) -> list[tuple[str, str, str, int, int, str]]:
+        """(domain, type, effective status, archived?, count, latest date of the domain) groups,
+        from the trigger-kept ``counts`` table and one index lookup per domain."""
         clause, params = self._scope_sql(scope)
-        cur = self.db.execute(
-            "SELECT domain, count(*), sum(superseded_by IS NULL AND status='active'), max(date) "
-            f"FROM entries WHERE {clause} GROUP BY domain ORDER BY domain",
+        groups = self.db.execute(
+            "SELECT domain, type, status, archived, sum(n) FROM counts "
+            f"WHERE n > 0 AND {clause} GROUP BY 1, 2, 3, 4 ORDER BY 1, 2, 3, 4",
             params,
-        )
-        return {d: (n, int(a or 0), latest) for d, n, a, latest in cur}
-
-    def _render_index(self, target: Target, stats: dict[str, tuple[int, int, str]]) -> str:
-        clause, params = self._scope_sql(target.scope)
-        total = sum(n for n, _, _ in stats.values())
-        by_status = dict(
-            self.db.execute(
-                "SELECT CASE WHEN superseded_by IS NOT NULL THEN 'superseded' ELSE status END s, "
-                f"count(*) FROM entries WHERE {clause} GROUP BY s ORDER BY s",
-                params,
-            ).fetchall()
-        )
-        by_type = self.db.execute(
-            f"SELECT type, count(*) FROM entries WHERE {clause} GROUP BY type ORDER BY type", params
         ).fetchall()
-        archived = self.db.execute(
-            f"SELECT count(*) FROM entries WHERE {clause} AND archive IS NOT NULL", params
-        ).fetchone()[0]
+        latest = {}
+        for domain in {g[0] for g in groups}:
+            latest[domain] = self.db.execute(
+                f"SELECT max(date) FROM entries WHERE domain = ? AND {clause}", [domain, *params]
+            ).fetchone()[0]
+        return [(d, t, st, a, n, latest[d]) for d, t, st, a, n in groups]
+
+    def _render_index(
+        self, target: Target, groups: list[tuple[str, str, str, int, int, str]]
+    ) -> str:
+        clause, params = self._scope_sql(target.scope)
+        total = 0
+        by_status: dict[str, int] = {}
+        by_type: dict[str, int] = {}
+        archived = 0
+        domains: dict[str, list[Any]] = {}
+        for domain, kind, status, is_archived, n, latest in groups:
+            total += n
+            by_status[status] = by_status.get(status, 0) + n
+            by_type[kind] = by_type.get(kind, 0) + n
+            archived += n if is_archived else 0
+            d = domains.setdefault(domain, [0, 0, ""])
+            d[0] += n
+            d[1] += n if status == "active" else 0
+            d[2] = max(d[2], latest)
         title = "INDEX" if target.scope is None else f"INDEX — scope {target.scope}"
         lines = [
             f"# {title}",
@@ -794,30 +957,34 @@ class Catalog:
         order = ["active", "proposed", "superseded", "deprecated", "rejected"]
         status_text = " · ".join(
             f"{by_status[s]} {s}"
-            for s in sorted(
-                by_status, key=lambda s: (s not in order, order.index(s) if s in order else 0, s)
-            )
+            for s in sorted(by_status, key=lambda s: (order.index(s) if s in order else 99, s))
         )
         lines.append(
             f"**{_n(total, 'entry', 'entries')}**" + (f": {status_text}" if status_text else "")
         )
         if by_type:
-            lines.append("Types: " + " · ".join(f"{n} {t}" for t, n in by_type))
+            lines.append("Types: " + " · ".join(f"{by_type[t]} {t}" for t in sorted(by_type)))
         if archived:
             lines.append(f"Archived: {archived}")
         lines += ["", "## Domains", ""]
-        if not stats:
+        if not domains:
             lines.append("(none yet: write the first entry with `llm-wiki write`)")
-        for domain, (n, active, latest) in stats.items():
+        for domain in sorted(domains):
+            n, active, latest = domains[domain]
             lines.append(
                 f"- [{domain}](index/{domain}.md) — {_n(n, 'entry', 'entries')}, {active} active, "
                 f"latest {latest}"
             )
         lines += ["", "## Latest", ""]
+        # the cut-off date comes from an index, so this never sorts the whole catalog
+        cutoff = self.db.execute(
+            f"SELECT date FROM entries WHERE {clause} ORDER BY date DESC LIMIT 1 OFFSET ?",
+            [*params, LATEST_IN_INDEX - 1],
+        ).fetchone()
         cur = self.db.execute(
-            f"SELECT date, type, id, path, summary FROM entries WHERE {clause} "
+            f"SELECT date, type, id, path, summary FROM entries WHERE {clause} AND date >= ? "
             f"ORDER BY {ORDER} LIMIT ?",
-            [*params, LATEST_IN_INDEX],
+            [*params, cutoff[0] if cutoff else "", LATEST_IN_INDEX],
         )
         newest = [
             f"- {day} {kind} [{i}]({target.index_prefix}{path}) — {_short(summary)}"
@@ -901,10 +1068,29 @@ def _tail_at(wiki: Wiki, offset: int) -> str:
 # --------------------------------------------------------------------------- opening
 
 
-def connect(path: Path | str) -> sqlite3.Connection:
+def _connect_current(path: Path) -> sqlite3.Connection | None:
+    """The catalog at ``path`` if it exists and was built by this version of the code."""
+    if not path.exists():
+        return None
     db = sqlite3.connect(str(path), timeout=60)
-    db.execute("PRAGMA journal_mode=WAL")
-    db.execute("PRAGMA synchronous=NORMAL")
+    try:
+        got = db.execute("SELECT value FROM meta WHERE key='version'").fetchone()
+    except sqlite3.DatabaseError:
+        got = None
+    if got and got[0] == CATALOG_VERSION:
+        db.execute("PRAGMA synchronous=NORMAL")  # WAL mode is kept in the file itself
+        return db
+    db.close()
+    return None
+
+
+def create_db(path: Path | str) -> sqlite3.Connection:
+    """A new, empty catalog database. Until its first full build has finished (which sets its
+    version and switches it to WAL), it runs without a journal: a build that dies leaves a
+    file without a version, which the next open drops."""
+    db = sqlite3.connect(str(path), timeout=60)
+    db.execute("PRAGMA journal_mode=OFF")
+    db.execute("PRAGMA synchronous=OFF")
     db.executescript(_SCHEMA)
     return db
 
@@ -913,39 +1099,43 @@ def _catalog_path(wiki: Wiki) -> Path:
     return wiki.state_path("catalog.sqlite3")
 
 
-def open_catalog(wiki: Wiki, *, lock_held: bool = True, refresh: bool = True) -> Catalog:
-    """Open the catalog, bringing it up to date first when ``refresh``.
+def open_catalog(wiki: Wiki, *, lock_held: bool = True) -> Catalog:
+    """Open the catalog, up to date.
 
     Writers call this with the write lock held (the default). Readers pass ``lock_held=False``:
-    the lock is taken only if the catalog is stale.
+    the lock is taken only if the catalog must change (stale, missing, or from another version).
+    A catalog is only ever dropped or rebuilt under the lock.
     """
+    path = _catalog_path(wiki)
     try:
-        db = connect(_catalog_path(wiki))
+        db = _connect_current(path)
+        if db is not None:
+            catalog = Catalog(wiki, db)
+            if not lock_held and catalog.is_fresh():
+                return catalog
+            if lock_held:
+                catalog.refresh()
+                return catalog
+            catalog.close()
+        with contextlib.nullcontext() if lock_held else store.locked(wiki):
+            db = _connect_current(path)
+            if db is None:
+                _drop_catalog(wiki)
+                db = create_db(path)
+            catalog = Catalog(wiki, db)
+            catalog.refresh()
+            return catalog
     except sqlite3.DatabaseError:
-        _drop_catalog(wiki)
-        db = connect(_catalog_path(wiki))
+        # a damaged cache: drop it and build it again
+        with contextlib.nullcontext() if lock_held else store.locked(wiki):
+            _drop_catalog(wiki)
+            catalog = Catalog(wiki, create_db(path))
+            catalog.refresh()
+            return catalog
     except OSError as exc:
         raise WikiError(
-            f"cannot open the catalog in {wiki.state_dir}: {exc}; check permissions."
+            f"cannot open the catalog in {wiki.state_dir}: {exc.strerror or exc}; check permissions."
         ) from None
-    catalog = Catalog(wiki, db)
-    if not refresh:
-        return catalog
-    try:
-        if lock_held:
-            catalog.refresh()
-        elif not catalog.is_fresh():
-            with store.locked(wiki):
-                catalog.refresh()
-    except sqlite3.DatabaseError:
-        catalog.close()
-        if not lock_held:
-            with store.locked(wiki):
-                _drop_catalog(wiki)
-        else:
-            _drop_catalog(wiki)
-        return open_catalog(wiki, lock_held=lock_held, refresh=refresh)
-    return catalog
 
 
 def read_catalog(wiki: Wiki) -> Catalog:
@@ -982,10 +1172,16 @@ class IndexResult:
 def rebuild_index(wiki: Wiki) -> IndexResult:
     """``llm-wiki index``: scan every file, re-parse what changed, write the index files."""
     with store.locked(wiki):
-        catalog = open_catalog(wiki, refresh=False)
+        path = _catalog_path(wiki)
         try:
-            with catalog.db:
-                catalog._set_meta("render_pending", "1")
+            db = _connect_current(path)
+        except sqlite3.DatabaseError:
+            db = None
+        if db is None:
+            _drop_catalog(wiki)
+            db = create_db(path)
+        catalog = Catalog(wiki, db)
+        try:
             result = catalog.scan()
             return IndexResult(
                 entries=catalog.count(Viewer.everyone()),
@@ -1000,7 +1196,7 @@ def rebuild_index(wiki: Wiki) -> IndexResult:
 
 def check_index(wiki: Wiki) -> IndexResult:
     """``llm-wiki index --check``: what a rebuild from scratch would change. Writes nothing."""
-    fresh_db = connect(":memory:")
+    fresh_db = create_db(":memory:")
     fresh = Catalog(wiki, fresh_db)
     try:
         parsed = [
@@ -1013,7 +1209,7 @@ def check_index(wiki: Wiki) -> IndexResult:
                 seen.add(item.path)
                 parsed.append(item)
         with fresh_db:
-            fresh.apply(parsed)
+            fresh._bulk_load(parsed)
         stale: list[str] = []
         expected = fresh.expected_files()
         for rel, text in expected.items():

@@ -11,39 +11,22 @@ from __future__ import annotations
 
 import dataclasses
 import datetime as dt
-import hashlib
+import functools
 import re
 import unicodedata
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-import yaml
-
 from llm_wiki.errors import InvalidInput
 
-try:  # the C loader/dumper are ~10x faster; PyYAML wheels ship them
-    from yaml import CSafeDumper as _Dumper
-    from yaml import CSafeLoader as _Loader
-except ImportError:  # pragma: no cover - pure-Python fallback
-    from yaml import SafeDumper as _Dumper  # type: ignore[assignment]
-    from yaml import SafeLoader as _Loader  # type: ignore[assignment]
-
-
-class _EntryDumper(_Dumper):  # type: ignore[misc, valid-type]
-    """Lists of words in flow style (``tags: [a, b]``), mappings always in block style."""
-
-
-class _Block(dict):  # type: ignore[type-arg]
-    pass
-
-
-_EntryDumper.add_representer(
-    _Block,
-    lambda dumper, data: dumper.represent_mapping(
-        "tag:yaml.org,2002:map", data.items(), flow_style=False
-    ),
-)
+try:  # CPython's own SHA-256: loading OpenSSL through hashlib costs ~2 ms of every `write`
+    from _sha2 import sha256  # type: ignore[import-not-found]  # CPython >= 3.12
+except ImportError:
+    try:
+        from _sha256 import sha256  # type: ignore[import-not-found, no-redef]  # CPython 3.11
+    except ImportError:  # pragma: no cover - other interpreters
+        from hashlib import sha256  # type: ignore[assignment]
 
 TYPES_DEFAULT = ("decision", "synthesis", "incident", "reflection")
 STATUSES = ("active", "proposed", "rejected", "deprecated")
@@ -124,7 +107,6 @@ class Entry:
     def to_dict(self) -> dict[str, Any]:
         """Frontmatter as a plain dict (JSON-safe), in the file's key order, plus body."""
         data = _frontmatter(self)
-        data["date"] = self.date
         data["body"] = self.body
         return data
 
@@ -137,43 +119,113 @@ def entry_relpath(entry_id: str, date: str) -> str:
 
 
 def dump_entry(entry: Entry) -> str:
-    """The one way an entry becomes file text."""
-    data = _frontmatter(entry)
-    head = yaml.dump(
-        data,
-        Dumper=_EntryDumper,
-        sort_keys=False,
-        allow_unicode=True,
-        default_flow_style=None,
-        width=100,
-    )
-    text = f"---\n{head}---\n"
+    """The one way an entry becomes file text.
+
+    The frontmatter is emitted here rather than by PyYAML (importing yaml costs ~10 ms, which is
+    most of what ``write`` may spend): the known fields are plain strings and lists, written as
+    plain YAML scalars when that is unambiguous and as double-quoted ones otherwise. Extra fields
+    of any shape go through yaml's own dumper. ``parse_entry(dump_entry(e)) == e`` is
+    property-tested.
+    """
+    out = ["---"]
+    for key in KEY_ORDER:
+        value = getattr(entry, key)
+        if key == "date":
+            out.append(f"date: {value}" if _valid_date(value) else f"date: {_scalar_text(value)}")
+        elif key == "alternatives_considered":
+            if not value:
+                out.append(f"{key}: []")
+                continue
+            out.append(f"{key}:")
+            for alt in value:
+                out.append(f"- id: {_scalar_text(alt.id)}")
+                out.append(f"  rejected_because: {_scalar_text(alt.rejected_because)}")
+        elif isinstance(value, tuple):
+            out.append(f"{key}: [{', '.join(_scalar_text(v, flow=True) for v in value)}]")
+        else:
+            out.append(f"{key}: {_scalar_text(value)}")
+    if entry.extra:
+        import yaml
+
+        head = yaml.dump(
+            dict(entry.extra),
+            Dumper=getattr(yaml, "CSafeDumper", yaml.SafeDumper),
+            sort_keys=False,
+            allow_unicode=True,
+            default_flow_style=False,
+            width=100,
+        )
+        out.append(head.rstrip("\n"))
+    out.append("---")
+    text = "\n".join(out) + "\n"
     if entry.body:
         text += entry.body + "\n"
     return text
 
 
+# A plain scalar is used only when YAML cannot read it as anything but this string: it starts
+# with a letter or one of a few safe characters, holds no indicator that could end or change it,
+# does not end in a space, and is not one of YAML 1.1's words for booleans and null.
+_PLAIN_RE = re.compile(r"[A-Za-z_(/][A-Za-z0-9 _()/.'%+=;!?@$&*^~<>-]*")
+_PLAIN_BLOCK_RE = re.compile(r"[A-Za-z_(/][A-Za-z0-9 _()/.'%+=;!?@$&*^~<>,\[\]{}-]*")
+_YAML_WORDS = frozenset(["y", "n", "yes", "no", "true", "false", "on", "off", "null", "~"])
+# Entry ids start with a date; followed by a hyphen and more, YAML reads them as text.
+_ID_PLAIN_RE = re.compile(r"\d{4}-\d\d-\d\d-[a-z0-9-]*[a-z0-9]")
+_ESCAPES = {
+    "\\": "\\\\",
+    '"': '\\"',
+    "\n": "\\n",
+    "\t": "\\t",
+    "\r": "\\r",
+    "\x00": "\\0",
+    "\x85": "\\N",
+    "\u2028": "\\L",
+    "\u2029": "\\P",
+}
+
+
+def _scalar_text(value: str, *, flow: bool = False) -> str:
+    pattern = _PLAIN_RE if flow else _PLAIN_BLOCK_RE
+    if _ID_PLAIN_RE.fullmatch(value):
+        return value
+    if (
+        value
+        and pattern.fullmatch(value)
+        and not value.endswith(" ")
+        and "  " not in value
+        and value.lower() not in _YAML_WORDS
+    ):
+        return value
+    return '"' + _quote_re().sub(_escape, value) + '"'
+
+
+@functools.cache
+def _quote_re() -> re.Pattern[str]:
+    """Characters a double-quoted scalar must escape (compiled on first use: ~1 ms)."""
+    return re.compile('[\\\\"\x00-\x1f\x7f-\x9f\u2028\u2029\ufeff\ufffe\uffff\ud800-\udfff]')
+
+
+def _escape(match: re.Match[str]) -> str:
+    char = match.group(0)
+    if char in _ESCAPES:
+        return _ESCAPES[char]
+    code = ord(char)
+    return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
+
+
 def _frontmatter(entry: Entry) -> dict[str, Any]:
+    """The frontmatter as plain data (JSON-safe), in file order."""
     data: dict[str, Any] = {}
     for key in KEY_ORDER:
         value = getattr(entry, key)
-        if key == "date":
-            value = _as_date_obj(value)
-        elif key == "alternatives_considered":
-            value = [_Block(id=a.id, rejected_because=a.rejected_because) for a in value]
+        if key == "alternatives_considered":
+            value = [{"id": a.id, "rejected_because": a.rejected_because} for a in value]
         elif isinstance(value, tuple):
             value = list(value)
         data[key] = value
     for key, value in entry.extra:
         data[key] = value
     return data
-
-
-def _as_date_obj(value: str) -> dt.date | str:
-    try:
-        return dt.date.fromisoformat(value)
-    except ValueError:
-        return value
 
 
 def split_frontmatter(text: str) -> tuple[str, str]:
@@ -195,8 +247,12 @@ _CLOSE_RE = re.compile(r"\n---[ \t]*(?:\r?\n|$)")
 
 
 def load_yaml(text: str, what: str) -> Any:
+    """Parse YAML with the C safe loader (PyYAML's pure-Python loader is ~10x slower)."""
+    import yaml
+
+    loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
     try:
-        return yaml.load(text, Loader=_Loader)  # noqa: S506 - CSafeLoader is the safe loader
+        return yaml.load(text, Loader=loader)  # noqa: S506 - a safe loader
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f" at line {mark.line + 1}" if mark is not None else ""
@@ -259,6 +315,8 @@ def entry_from_mapping(
 
 
 def _scalar(value: Any, key: str, what: str) -> str:
+    if type(value) is str:  # the common case, first: the index build parses every entry
+        return value.strip() if key != "summary" else " ".join(value.split())
     if value is None:
         return ""
     if key == "date":
@@ -285,6 +343,11 @@ def _str_list(value: Any, key: str, what: str) -> tuple[str, ...]:
         )
     out = []
     for item in value:
+        if type(item) is str:
+            item = item.strip()
+            if item:
+                out.append(item)
+            continue
         if isinstance(item, (dt.date, int, float)) and not isinstance(item, bool):
             item = item.isoformat() if isinstance(item, dt.date) else str(item)
         if not isinstance(item, str):
@@ -400,7 +463,11 @@ def slugify(text: str, limit: int = SLUG_MAX) -> str:
 
 def content_hash(entry: Entry) -> str:
     """sha256 of the entry's canonical text with the id left out."""
-    return hashlib.sha256(dump_entry(dataclasses.replace(entry, id="")).encode()).hexdigest()
+    return sha256_hex(dump_entry(dataclasses.replace(entry, id="")).encode())
+
+
+def sha256_hex(data: bytes) -> str:
+    return str(sha256(data).hexdigest())
 
 
 def candidate_ids(entry: Entry) -> Iterator[str]:
@@ -462,10 +529,18 @@ _SCHEMA_BLOCK_RE = re.compile(r"^```ya?ml[ \t]*\n(.*?)^```", re.MULTILINE | re.D
 
 def parse_schema(text: str, what: str = "schema.md") -> Schema:
     """Read the machine-read YAML block (the first ```yaml fence) of schema.md."""
+    return schema_from_data(schema_data(text, what), what)
+
+
+def schema_data(text: str, what: str = "schema.md") -> Any:
+    """The YAML block of schema.md as plain data."""
     match = _SCHEMA_BLOCK_RE.search(text)
     if match is None:
         raise InvalidInput(f"{what} has no ```yaml block; restore it from `llm-wiki init` output.")
-    data = load_yaml(match.group(1), what)
+    return load_yaml(match.group(1), what)
+
+
+def schema_from_data(data: Any, what: str = "schema.md") -> Schema:
     if not isinstance(data, dict) or not isinstance(data.get("types"), dict) or not data["types"]:
         raise InvalidInput(
             f"{what}: the YAML block needs a 'types' mapping with at least one type."

@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import functools
+import marshal
 import os
-import shutil
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from llm_wiki.entries import Schema, load_yaml, parse_schema
+from llm_wiki.entries import Schema, load_yaml, schema_data, schema_from_data
 from llm_wiki.errors import InvalidInput, WikiError
 
 ENV_DIR = "LLM_WIKI_DIR"
@@ -69,24 +70,54 @@ class Wiki:
     @functools.cached_property
     def schema(self) -> Schema:
         try:
-            text = self.schema_path.read_text(encoding="utf-8")
+            data = self._cached(self.schema_path, schema_data)
         except FileNotFoundError:
             raise WikiError(
                 f"{self.schema_path} is missing; restore it (git checkout) or copy it from a "
                 "new `llm-wiki init`."
             ) from None
-        return parse_schema(text, str(self.schema_path))
+        return schema_from_data(data, str(self.schema_path))
 
     @functools.cached_property
     def settings(self) -> Settings:
         try:
-            text = self.settings_path.read_text(encoding="utf-8")
+            data = self._cached(self.settings_path, load_yaml) or {}
         except FileNotFoundError:
             return Settings({})
-        data = load_yaml(text, str(self.settings_path)) or {}
         if not isinstance(data, dict):
             raise InvalidInput(f"{self.settings_path} must be a YAML mapping of settings.")
         return Settings(data)
+
+    def _cached(self, path: Path, load: Callable[[str, str], Any]) -> Any:
+        """``load(text)`` of a config file (plain data), remembered under .llm-wiki/ by the
+        file's stat: parsing YAML means importing PyYAML (~10 ms), more than ``write`` can
+        afford each time. The cache is marshal (no import cost); data it cannot hold (YAML
+        dates) is simply not cached."""
+        st = path.stat()
+        key = (str(path), st.st_mtime_ns, st.st_size, st.st_ino)
+        cache = self.state_dir / "config.cache"
+        try:
+            stored = marshal.loads(cache.read_bytes())
+            if not isinstance(stored, dict):
+                stored = {}
+            elif stored.get(key[0], (None,))[0] == key:
+                return stored[key[0]][1]
+        except (OSError, EOFError, TypeError, ValueError):
+            stored = {}
+        value = load(path.read_text(encoding="utf-8"), str(path))
+        stored = {k: v for k, v in stored.items() if os.path.exists(k)}
+        stored[key[0]] = (key, value)
+        try:
+            blob = marshal.dumps(stored)
+        except ValueError:
+            return value
+        try:
+            from llm_wiki.store import atomic_write
+
+            atomic_write(self.state_path("config.cache"), blob)
+        except OSError:
+            pass  # a cache; the next run parses again
+        return value
 
 
 @dataclass(frozen=True)
@@ -171,7 +202,7 @@ def init_wiki(path: str | os.PathLike[str]) -> InitResult:
             if dest.exists():
                 continue
             dest.parent.mkdir(parents=True, exist_ok=True)
-            shutil.copyfile(src, dest)
+            dest.write_bytes(src.read_bytes())
             created.append(rel)
         (root / "entries").mkdir(exist_ok=True)
         created.append("entries/")
