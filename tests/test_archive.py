@@ -139,8 +139,13 @@ def test_each_entry_is_read_from_its_own_frame(cli, wiki_path, monkeypatch, tmp_
     monkeypatch.setattr(archive, "FRAME_BYTES", 4096)
     ids = [
         pair(cli, monkeypatch, "2026-01-05", "2026-01-10", f"Decision {n} " + "words " * 150)[0]
-        for n in range(8)
+        for n in range(7)
     ]
+    long_id = "2026-01-05-" + "a-very-long-explicit-id-" * 6 + "end"  # path > 100: a pax header
+    monkeypatch.setenv("LLM_WIKI_NOW", "2026-01-05")
+    cli(*write_args("Explicit id", id=long_id))
+    cli(*write_args("Explicit id, revised", supersedes=long_id))
+    ids.append(long_id)
     monkeypatch.setenv("LLM_WIKI_NOW", "2026-05-02")
     name = cli.json("archive")["archive"]
     wiki = Wiki(wiki_path)
@@ -350,3 +355,23 @@ def test_wiki_archive_job_under_dash_and_env_i(cli, wiki_path, monkeypatch):
     proc = run_script("wiki-archive", env=env)
     assert proc.returncode == 0 and "holds the lock; exiting" in proc.stderr
     assert proc.stdout == ""
+
+
+def test_an_archive_copy_that_differs_from_log_md_is_reported(cli, wiki_path, monkeypatch):
+    from llm_wiki import archive
+
+    old, _ = pair(cli, monkeypatch, "2026-01-05", "2026-01-10", "Use Postgres for the ledger")
+    monkeypatch.setenv("LLM_WIKI_NOW", "2026-05-02")
+    rel = f"entries/2026/01/{old}.md"
+    data = (wiki_path / rel).read_bytes()
+    name = cli.json("archive")["archive"]
+    path = wiki_path / name
+    path.chmod(0o644)
+    with open(path, "wb") as fh:  # a well-formed archive whose copy was edited
+        writer = archive._Writer(fh)
+        writer.add(rel, data.replace(b"Use Postgres", b"Use Oracle"), "2026-01-05")
+        writer.finish()
+    findings = cli.json("verify", code=1)["findings"]
+    assert [(f["kind"], f["id"], f["path"]) for f in findings] == [
+        ("archive-mismatch", old, f"{name}:{rel}")
+    ]
