@@ -328,7 +328,7 @@ def archive_entries(
         # Archived by an interrupted run, original still here: finish when the copy checks out
         # (archives never change, so no lock is needed to read them); else archive it again.
         finished = _check_pending(wiki, pending)
-        done = {p.id for p, _ in finished}
+        done = {p.id for p, _, _ in finished}
         due = [i for i in due if i.id not in done]
         skipped = [(i.id, "it has no write line in log.md") for i in due if not i.sha]
         due = [i for i in due if i.sha]
@@ -336,7 +336,7 @@ def archive_entries(
             return ArchiveResult(
                 None,
                 tuple(i.id for i in due),
-                tuple(p.id for p, _ in finished),
+                tuple(p.id for p, _, _ in finished),
                 tuple(skipped),
                 days,
                 cutoff,
@@ -351,7 +351,7 @@ def archive_entries(
     return ArchiveResult(
         built.name or None,
         tuple(i.id for i in archived),
-        tuple(p.id for p, _ in finished),
+        tuple(p.id for p, _, _ in finished),
         tuple(skipped),
         days,
         cutoff,
@@ -361,7 +361,10 @@ def archive_entries(
 
 
 def _retire(
-    wiki: Wiki, built: _Built, archived: list[_Item], finished: list[tuple[_Item, str]]
+    wiki: Wiki,
+    built: _Built,
+    archived: list[_Item],
+    finished: list[tuple[_Item, str, str | None]],
 ) -> None:
     """Log the new archive's entries, then remove the originals and update the catalog."""
     from llm_wiki.catalog import open_catalog
@@ -379,7 +382,7 @@ def _retire(
                 )
                 store.crashpoint("archive-after-log")
             done: list[tuple[str, str, str, str | None]] = [
-                (p.rel, p.id, name, None) for p, name in finished
+                (p.rel, p.id, name, at) for p, name, at in finished
             ]
             done += [(i.rel, i.id, built.name, built.located[i.id]) for i in archived]
             for count, (rel, *_) in enumerate(done):
@@ -436,19 +439,21 @@ def _pending(
     return out
 
 
-def _check_pending(wiki: Wiki, pending: list[tuple[_Item, list[str]]]) -> list[tuple[_Item, str]]:
-    """The pending originals whose archive copy matches log.md, each with that archive."""
+def _check_pending(
+    wiki: Wiki, pending: list[tuple[_Item, list[str]]]
+) -> list[tuple[_Item, str, str | None]]:
+    """The pending originals whose archive copy matches log.md: (item, archive, locator)."""
     wanted: dict[str, dict[str, _Item]] = {}
     for item, names in pending:
         for name in names:
             wanted.setdefault(name, {})[item.rel] = item
-    good: dict[str, tuple[_Item, str]] = {}
+    good: dict[str, tuple[_Item, str, str | None]] = {}
     for name in sorted(wanted):
         with contextlib.suppress(WikiError):
             for member in iter_members(wiki, name):
                 found = wanted[name].get(member.rel)
                 if found and found.id not in good and store.sha256_bytes(member.data) == found.sha:
-                    good[found.id] = (found, name)
+                    good[found.id] = (found, name, member.at)
     return [good[i] for i in sorted(good)]
 
 
