@@ -7,6 +7,7 @@ Run: /work/venv/bin/pytest tests/bench/test_archive_bench.py -s
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import statistics
 import subprocess
@@ -35,7 +36,7 @@ def build_wiki(root: Path, texts: list[str], old: int, per_new: int) -> tuple[li
 
     def put(entry) -> str:
         entry_id = next(candidate_ids(entry))
-        entry = entry.__class__(**{**entry.__dict__, "id": entry_id})
+        entry = dataclasses.replace(entry, id=entry_id)
         data = dump_entry(entry).encode()
         path = root / entry.relpath
         path.parent.mkdir(parents=True, exist_ok=True)
