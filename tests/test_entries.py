@@ -28,9 +28,39 @@ words = st.text(
 ).filter(lambda s: s.strip("-"))
 anytext = st.one_of(
     st.text(min_size=1, max_size=80),
-    st.sampled_from(["yes", "No", "null", "~", "0x1F", "1e3", "2026-05-02", "a: b", "x #y", "-a",
-                     "[a]", "{b}", "'q'", '"q"', "tab\there", "line\nbreak", "\x85\u2028", "12:30",
-                     "café", "ok ", "@at", "%p", "&a", "*b", "!c", "?d", "|e", ">f", "a,b"]),
+    st.sampled_from(
+        [
+            "yes",
+            "No",
+            "null",
+            "~",
+            "0x1F",
+            "1e3",
+            "2026-05-02",
+            "a: b",
+            "x #y",
+            "-a",
+            "[a]",
+            "{b}",
+            "'q'",
+            '"q"',
+            "tab\there",
+            "line\nbreak",
+            "\x85\u2028",
+            "12:30",
+            "café",
+            "ok ",
+            "@at",
+            "%p",
+            "&a",
+            "*b",
+            "!c",
+            "?d",
+            "|e",
+            ">f",
+            "a,b",
+        ]
+    ),
 ).filter(lambda s: s.strip())
 names = st.from_regex(r"[a-z0-9](?:[a-z0-9-]{0,10}[a-z0-9])?", fullmatch=True)
 

@@ -1,40 +1,563 @@
 """Monthly archive of long-superseded entries into ``archive/YYYY-MM-<hash>.tar.zst``.
 
-Reading side: archived entries stay readable (``show``, ``list``, ``query``, ``verify``).
+An archive is one ordinary tar stream (``zstd -dc FILE | tar -t`` lists it), compressed as a
+sequence of independent zstd frames of about a megabyte, each holding whole members. The catalog
+keeps each archived entry's *locator* (where its frame starts, how far into the frame's data its
+tar header is), so reading one entry decompresses one frame, not the archive; a scan of the
+archive rebuilds the locators. The bytes are deterministic — members sorted by path, fixed tar
+metadata (mtime = the entry's date, mode 0444, uid/gid 0, no user names), a fixed zstd level — so
+the same members give the same file on every machine and two machines never write conflicting
+archives. Reading and writing stream: neither holds a whole archive in memory.
+
+A run, in the one order that never loses an entry (SIGKILL-tested at each step):
+
+1. under the write lock, pick the loose entries superseded more than N days ago (by the one
+   clock; the superseding entry's date counts);
+2. stream them into a temp file — each file checked against the sha256 log.md recorded — fsync,
+   reopen and check every member against log.md again;
+3. link it into archive/ (never replacing a file; an identical archive already there is kept);
+4. under the write lock, log one ``archive`` line per entry, and only then remove the originals
+   and update the catalog.
+
+A re-run finishes what a killed run started: logged entries whose originals remain are removed
+once their archive copy checks out; the others are archived again, into the same bytes. This is
+the only code that removes an entry file.
 """
 
 from __future__ import annotations
 
+import bisect
+import calendar
+import contextlib
+import datetime as dt
+import hashlib
+import io
+import os
 import tarfile
-from collections.abc import Iterator
+import tempfile
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, BinaryIO, NamedTuple
 
 import zstandard
 
-from llm_wiki.errors import WikiError
+from llm_wiki import clock, store
+from llm_wiki.errors import InvalidInput, WikiError
 from llm_wiki.wiki import Wiki
 
+LEVEL = 19  # fixed: part of what makes the bytes deterministic
+FRAME_BYTES = 1 << 20  # tar bytes per zstd frame (a bigger member gets a frame of its own)
+DEFAULT_DAYS = 90
+_CHUNK = 1 << 17
+_BLOCK = tarfile.BLOCKSIZE
+_END = b"\0" * (2 * _BLOCK)  # tar's end-of-archive marker
 
-def iter_members(wiki: Wiki, name: str) -> Iterator[tuple[str, bytes]]:
-    """(member path, bytes) of every entry file in one archive, streamed."""
-    path = wiki.root / name
+
+class Member(NamedTuple):
+    """One entry file in an archive."""
+
+    rel: str  # entries/YYYY/MM/<id>.md
+    data: bytes
+    at: str | None  # locator "<frame offset>+<offset into the frame's data>", None if unknown
+
+
+class _Broken(Exception):
+    pass
+
+
+# --------------------------------------------------------------------------- reading
+
+
+class _Frames(io.RawIOBase):
+    """The decompressed bytes of a zstd file, frame after frame, noting where each frame starts.
+
+    ``frames`` holds (offset in the decompressed stream, offset in the file) per frame begun so
+    far. A file that ends inside a frame is an error (truncated), not a short read.
+    """
+
+    def __init__(self, raw: BinaryIO, start: int = 0) -> None:
+        self._raw = raw
+        self._dctx = zstandard.ZstdDecompressor()
+        self._obj: Any = None  # the current frame's decompressor
+        self._in = b""  # compressed bytes not yet fed
+        self._in_at = start  # file offset of self._in[0]
+        self._out = memoryview(b"")
+        self.produced = 0
+        self.frames: list[tuple[int, int]] = []
+
+    def readable(self) -> bool:
+        return True
+
+    def _fill(self) -> bool:
+        while not self._out:
+            if not self._in:
+                self._in = self._raw.read(_CHUNK)
+                if not self._in:
+                    if self._obj is not None:
+                        raise _Broken("it ends inside a zstd frame (truncated)")
+                    return False
+            if self._obj is None:
+                self.frames.append((self.produced, self._in_at))
+                self._obj = self._dctx.decompressobj()
+            fed = self._in
+            out = self._obj.decompress(fed)
+            if self._obj.eof:
+                self._in = self._obj.unused_data
+                self._obj = None
+            else:
+                self._in = b""
+            self._in_at += len(fed) - len(self._in)
+            self._out = memoryview(out)
+            self.produced += len(out)
+        return True
+
+    def readinto(self, buffer: Any) -> int:
+        if not self._fill():
+            return 0
+        n = min(len(buffer), len(self._out))
+        buffer[:n] = self._out[:n]
+        self._out = self._out[n:]
+        return n
+
+    def skip(self, count: int) -> None:
+        while count > 0:
+            if not self._fill():
+                raise _Broken("it is shorter than its locator says")
+            n = min(count, len(self._out))
+            self._out = self._out[n:]
+            count -= n
+
+    def drain(self) -> None:
+        while self._fill():
+            self._out = memoryview(b"")
+
+    def locate(self, offset: int) -> str | None:
+        i = bisect.bisect_right(self.frames, (offset, float("inf"))) - 1
+        if i < 0:
+            return None
+        start, at = self.frames[i]
+        return f"{at}+{offset - start}"
+
+
+def _iter_path(path: Path) -> Iterator[Member]:
+    """Every entry file in the archive at ``path``; raises _Broken/tar/zstd/OS errors."""
+    with open(path, "rb") as raw:
+        stream = _Frames(raw)
+        with tarfile.open(fileobj=stream, mode="r|") as tar:
+            for info in tar:
+                if not info.isfile() or not info.name.endswith(".md"):
+                    continue
+                fh = tar.extractfile(info)
+                if fh is not None:
+                    yield Member(info.name, fh.read(), stream.locate(info.offset))
+            end = tar.offset
+        stream.drain()
+        if stream.produced < end + len(_END):
+            raise _Broken("it lacks tar's end-of-archive blocks (truncated)")
+
+
+_ERRORS = (OSError, EOFError, tarfile.TarError, zstandard.ZstdError, _Broken)
+
+
+def iter_members(wiki: Wiki, name: str) -> Iterator[Member]:
+    """Every entry file in one archive (``archive/<file>``), streamed, with its locator."""
     try:
-        with open(path, "rb") as raw:
-            reader = zstandard.ZstdDecompressor().stream_reader(raw)
-            with tarfile.open(fileobj=reader, mode="r|") as tar:
-                for member in tar:
-                    if not member.isfile() or not member.name.endswith(".md"):
-                        continue
-                    fh = tar.extractfile(member)
-                    if fh is not None:
-                        yield member.name, fh.read()
-    except (OSError, tarfile.TarError, zstandard.ZstdError) as exc:
+        yield from _iter_path(wiki.root / name)
+    except _ERRORS as exc:
         raise WikiError(
             f"{name} is unreadable ({exc}); run `llm-wiki verify` and restore it from a copy."
         ) from None
 
 
-def read_member(wiki: Wiki, name: str, rel: str) -> bytes:
-    for member, data in iter_members(wiki, name):
-        if member == rel:
-            return data
+def locate(wiki: Wiki, name: str) -> dict[str, str | None]:
+    """Member path -> locator for one archive (a full read; the catalog caches the result)."""
+    return {m.rel: m.at for m in iter_members(wiki, name)}
+
+
+def read_member(wiki: Wiki, name: str, rel: str, at: str | None = None) -> bytes:
+    """One entry's bytes from an archive: one frame when the locator ``at`` is known."""
+    if at:
+        with contextlib.suppress(*_ERRORS, ValueError):
+            data = _read_at(wiki.root / name, rel, at)
+            if data is not None:
+                return data
+    for member in iter_members(wiki, name):  # no or stale locator: read it through
+        if member.rel == rel:
+            return member.data
     raise WikiError(f"{rel} is missing from {name}; run `llm-wiki verify`.")
+
+
+def _read_at(path: Path, rel: str, at: str) -> bytes | None:
+    frame, skip = (int(part) for part in at.split("+"))
+    with open(path, "rb") as raw:
+        raw.seek(frame)
+        stream = _Frames(raw, frame)
+        stream.skip(skip)
+        with tarfile.open(fileobj=stream, mode="r|") as tar:
+            info = tar.next()
+            if info is None or info.name != rel or not info.isfile():
+                return None
+            fh = tar.extractfile(info)
+            return fh.read() if fh is not None else None
+
+
+# --------------------------------------------------------------------------- writing
+
+
+def _tar_member(rel: str, data: bytes, date: str) -> bytes:
+    """Header, bytes and padding of one member, with fixed metadata (deterministic)."""
+    info = tarfile.TarInfo(rel)
+    info.size = len(data)
+    info.mode = 0o444
+    info.uid = info.gid = 0
+    info.uname = info.gname = ""
+    info.type = tarfile.REGTYPE
+    try:
+        info.mtime = calendar.timegm(dt.date.fromisoformat(date).timetuple())
+    except ValueError:
+        info.mtime = 0
+    header = info.tobuf(tarfile.PAX_FORMAT, "utf-8", "strict")
+    return header + data + b"\0" * (-len(data) % _BLOCK)
+
+
+class _Writer:
+    """Streams members into independent zstd frames of about FRAME_BYTES of tar each."""
+
+    def __init__(self, fh: BinaryIO) -> None:
+        self._fh = fh
+        self._cctx = zstandard.ZstdCompressor(
+            level=LEVEL, write_checksum=True, write_content_size=True
+        )
+        self._buf = bytearray()
+        self.size = 0
+        self.sha = hashlib.sha256()
+
+    def add(self, rel: str, data: bytes, date: str) -> str:
+        blob = _tar_member(rel, data, date)
+        if self._buf and len(self._buf) + len(blob) > FRAME_BYTES:
+            self._flush()
+        at = f"{self.size}+{len(self._buf)}"
+        self._buf += blob
+        return at
+
+    def finish(self) -> None:
+        self._buf += _END
+        self._flush()
+
+    def _flush(self) -> None:
+        frame = self._cctx.compress(bytes(self._buf))
+        self._fh.write(frame)
+        self.sha.update(frame)
+        self.size += len(frame)
+        self._buf.clear()
+
+
+# --------------------------------------------------------------------------- a run
+
+
+@dataclass(frozen=True)
+class ArchiveResult:
+    archive: str | None  # the archive this run wrote (or found already there), if any
+    ids: tuple[str, ...]  # entries archived by this run
+    finished: tuple[str, ...]  # archived by an interrupted run; their originals removed now
+    skipped: tuple[tuple[str, str], ...]  # (id, why) left loose
+    older_than_days: int
+    cutoff: str  # superseded before this date
+    dry_run: bool = False
+    size: int = 0  # bytes of the archive
+    entry_bytes: int = 0  # bytes of the entry files in it
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "archive": self.archive,
+            "archived": list(self.ids),
+            "finished": list(self.finished),
+            "skipped": [{"id": i, "reason": r} for i, r in self.skipped],
+            "older_than_days": self.older_than_days,
+            "cutoff": self.cutoff,
+            "dry_run": self.dry_run,
+            "bytes": self.size,
+            "entry_bytes": self.entry_bytes,
+        }
+
+
+@dataclass(frozen=True)
+class _Item:
+    id: str
+    rel: str
+    sha: str
+    date: str
+
+
+def parse_age(text: str) -> int:
+    """``90d`` or ``90`` -> 90 (days)."""
+    raw = text.strip().lower()
+    number = raw[:-1] if raw.endswith("d") else raw
+    if not number.isdigit():
+        raise InvalidInput(f"--older-than {text!r}: give a number of days, e.g. 90d.")
+    return int(number)
+
+
+def archive_entries(
+    wiki: Wiki, *, older_than_days: int | None = None, dry_run: bool = False
+) -> ArchiveResult:
+    """``llm-wiki archive``: roll entries superseded more than N days ago into one archive."""
+    from llm_wiki.catalog import archive_names, open_catalog
+
+    days = older_than_days
+    if days is None:
+        days = wiki.settings.get("archive.older_than_days", DEFAULT_DAYS)
+    if not isinstance(days, int) or isinstance(days, bool) or days < 0:
+        raise InvalidInput(
+            f"archive age {days!r} must be a whole number of days (settings.yaml "
+            "archive.older_than_days, or --older-than 90d)."
+        )
+    cutoff = (clock.today() - dt.timedelta(days=days)).isoformat()
+    month = clock.today().strftime("%Y-%m")
+    # One run at a time; writers are held up only while lines are logged and files removed.
+    with store.locked(wiki, "archive"):
+        with store.locked(wiki):
+            catalog = open_catalog(wiki)
+            try:
+                shas, logged = _read_log(wiki)
+                pending = _pending(wiki, catalog, logged, shas, archive_names(wiki))
+                due = _due(catalog, cutoff, shas)
+            finally:
+                catalog.close()
+        # Archived by an interrupted run, original still here: finish when the copy checks out
+        # (archives never change, so no lock is needed to read them); else archive it again.
+        finished = _check_pending(wiki, pending)
+        done = {p.id for p, _, _ in finished}
+        due = [i for i in due if i.id not in done]
+        skipped = [(i.id, "it has no write line in log.md") for i in due if not i.sha]
+        due = [i for i in due if i.sha]
+        if dry_run:
+            return ArchiveResult(
+                None,
+                tuple(i.id for i in due),
+                tuple(p.id for p, _, _ in finished),
+                tuple(skipped),
+                days,
+                cutoff,
+                dry_run=True,
+            )
+        _clean_tmp(wiki)
+        built = _build(wiki, due, month) if due else _Built("", {}, 0, 0, ())
+        skipped += built.skipped
+        archived = [i for i in due if i.id in built.located]
+        if archived or finished:
+            _retire(wiki, built, archived, finished)
+    return ArchiveResult(
+        built.name or None,
+        tuple(i.id for i in archived),
+        tuple(p.id for p, _, _ in finished),
+        tuple(skipped),
+        days,
+        cutoff,
+        size=built.size,
+        entry_bytes=built.entry_bytes,
+    )
+
+
+def _retire(
+    wiki: Wiki,
+    built: _Built,
+    archived: list[_Item],
+    finished: list[tuple[_Item, str, str | None]],
+) -> None:
+    """Log the new archive's entries, then remove the originals and update the catalog."""
+    from llm_wiki.catalog import open_catalog
+
+    with store.locked(wiki):
+        catalog = open_catalog(wiki)
+        try:
+            if archived:
+                store.append_log(
+                    wiki,
+                    *(
+                        store.format_log_line("archive", i.id, archive=built.name, sha256=i.sha)
+                        for i in archived
+                    ),
+                )
+                store.crashpoint("archive-after-log")
+            done: list[tuple[str, str, str, str | None]] = [
+                (p.rel, p.id, name, at) for p, name, at in finished
+            ]
+            done += [(i.rel, i.id, built.name, built.located[i.id]) for i in archived]
+            for count, (rel, *_) in enumerate(done):
+                with contextlib.suppress(FileNotFoundError):
+                    os.unlink(wiki.root / rel)
+                if count == 0:
+                    store.crashpoint("archive-between-removals")
+            _prune_dirs(wiki, (rel for rel, *_ in done))
+            catalog.record_archived([(i, name, at) for _, i, name, at in done])
+        finally:
+            catalog.close()
+
+
+def _read_log(wiki: Wiki) -> tuple[dict[str, str], dict[str, list[str]]]:
+    """From log.md: id -> logged sha256; id -> the archives it was logged into."""
+    shas: dict[str, str] = {}
+    logged: dict[str, list[str]] = {}
+    for _, line in store.read_log(wiki):
+        if line.op == "write" and line.subject:
+            shas[line.subject] = line.fields.get("sha256", "")
+        elif line.op == "archive" and line.subject and line.fields.get("archive"):
+            logged.setdefault(line.subject, []).append(line.fields["archive"])
+    return shas, logged
+
+
+def _due(catalog: Any, cutoff: str, shas: dict[str, str]) -> list[_Item]:
+    """Loose entries whose earliest superseding entry (same scope) is dated before ``cutoff``."""
+    cur = catalog.db.execute(
+        "SELECT e.id, e.path, e.date FROM entries e "
+        "JOIN edges g ON g.old = e.id JOIN entries n ON n.id = g.new AND n.scope = e.scope "
+        "WHERE e.archive IS NULL GROUP BY e.id HAVING min(n.date) < ? ORDER BY e.path",
+        (cutoff,),
+    )
+    return [_Item(i, rel, shas.get(i, ""), date) for i, rel, date in cur]
+
+
+def _pending(
+    wiki: Wiki,
+    catalog: Any,
+    logged: dict[str, list[str]],
+    shas: dict[str, str],
+    on_disk: set[str],
+) -> list[tuple[_Item, list[str]]]:
+    """Entries logged as archived (into an archive that exists) whose original is still here."""
+    out = []
+    for entry_id, names in sorted(logged.items()):
+        names = [n for n in names if n in on_disk]
+        got = catalog.db.execute(
+            "SELECT path, date FROM entries WHERE id=?", (entry_id,)
+        ).fetchone()
+        if not names or got is None or not (wiki.root / got[0]).exists():
+            continue
+        out.append((_Item(entry_id, got[0], shas.get(entry_id, ""), got[1]), names))
+    return out
+
+
+def _check_pending(
+    wiki: Wiki, pending: list[tuple[_Item, list[str]]]
+) -> list[tuple[_Item, str, str | None]]:
+    """The pending originals whose archive copy matches log.md: (item, archive, locator)."""
+    wanted: dict[str, dict[str, _Item]] = {}
+    for item, names in pending:
+        for name in names:
+            wanted.setdefault(name, {})[item.rel] = item
+    good: dict[str, tuple[_Item, str, str | None]] = {}
+    for name in sorted(wanted):
+        with contextlib.suppress(WikiError):
+            for member in iter_members(wiki, name):
+                found = wanted[name].get(member.rel)
+                if found and found.id not in good and store.sha256_bytes(member.data) == found.sha:
+                    good[found.id] = (found, name, member.at)
+    return [good[i] for i in sorted(good)]
+
+
+@dataclass(frozen=True)
+class _Built:
+    name: str  # archive/<file>, "" when nothing was written
+    located: dict[str, str]  # id -> locator, for every entry in it
+    size: int
+    entry_bytes: int
+    skipped: tuple[tuple[str, str], ...]
+
+
+def _build(wiki: Wiki, due: list[_Item], month: str) -> _Built:
+    """Write, check and place the archive of ``due``; return its name and what it holds."""
+    tmp_dir = wiki.state_dir / "tmp"
+    tmp_dir.mkdir(parents=True, exist_ok=True)
+    fd, tmp_name = tempfile.mkstemp(dir=tmp_dir, prefix="archive.", suffix=".tmp")
+    tmp = Path(tmp_name)
+    located: dict[str, str] = {}
+    expected: dict[str, str] = {}
+    tampered: list[tuple[str, str]] = []
+    entry_bytes = 0
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            writer = _Writer(fh)
+            for item in due:
+                try:
+                    data = (wiki.root / item.rel).read_bytes()
+                except FileNotFoundError:  # removed since it was picked (a sync brought that)
+                    tampered.append((item.id, "its file is gone; run `llm-wiki verify`"))
+                    continue
+                if store.sha256_bytes(data) != item.sha:
+                    tampered.append(
+                        (
+                            item.id,
+                            "its file differs from the sha256 in log.md; run `llm-wiki verify`",
+                        )
+                    )
+                    continue
+                located[item.id] = writer.add(item.rel, data, item.date)
+                expected[item.rel] = item.sha
+                entry_bytes += len(data)
+            if not located:
+                return _Built("", {}, 0, 0, tuple(tampered))
+            writer.finish()
+            fh.flush()
+            os.fsync(fh.fileno())
+        seen = {}
+        for member in _iter_path(tmp):
+            seen[member.rel] = store.sha256_bytes(member.data)
+        if seen != expected:
+            raise WikiError(
+                "the new archive did not read back intact; nothing was removed. Check the disk "
+                "and run `llm-wiki archive` again."
+            )
+        name = f"archive/{month}-{writer.sha.hexdigest()[:12]}.tar.zst"
+        store.crashpoint("archive-before-rename")
+        os.chmod(tmp, 0o444)
+        wiki.archive_dir.mkdir(exist_ok=True)
+        try:
+            os.link(tmp, wiki.root / name)
+        except FileExistsError:  # an earlier, interrupted run placed the very same bytes
+            if _file_sha(wiki.root / name) != writer.sha.hexdigest():
+                raise WikiError(
+                    f"{name} exists with other contents; move it aside and run `llm-wiki "
+                    "archive` again."
+                ) from None
+        store.fsync_dir(wiki.archive_dir)
+        store.crashpoint("archive-after-rename")
+        return _Built(name, located, writer.size, entry_bytes, tuple(tampered))
+    except OSError as exc:
+        raise WikiError(
+            f"cannot write the archive: {exc}; nothing was removed. Free space or fix the "
+            "permissions, then run `llm-wiki archive` again."
+        ) from None
+    except _ERRORS as exc:
+        raise WikiError(
+            f"the new archive did not read back ({exc}); nothing was removed. Check the disk "
+            "and run `llm-wiki archive` again."
+        ) from None
+    finally:
+        with contextlib.suppress(FileNotFoundError):
+            tmp.unlink()
+
+
+def _file_sha(path: Path) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as fh:
+        for chunk in iter(lambda: fh.read(_CHUNK), b""):
+            digest.update(chunk)
+    return digest.hexdigest()
+
+
+def _clean_tmp(wiki: Wiki) -> None:
+    """Temp archives left by killed runs (we hold the archive lock: none is being written)."""
+    for path in (wiki.state_dir / "tmp").glob("archive.*.tmp"):
+        with contextlib.suppress(FileNotFoundError):
+            path.unlink()
+
+
+def _prune_dirs(wiki: Wiki, rels: Iterable[str]) -> None:
+    """Remove month and year folders that archiving emptied (write lock held)."""
+    months = {(wiki.root / rel).parent for rel in rels}
+    for folder in sorted(months | {m.parent for m in months}, reverse=True):
+        if folder.is_relative_to(wiki.entries_dir) and folder != wiki.entries_dir:
+            with contextlib.suppress(OSError):
+                folder.rmdir()

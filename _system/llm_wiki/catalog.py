@@ -29,9 +29,10 @@ from llm_wiki.entries import Alternative, Entry, decode_text, parse_entry
 from llm_wiki.errors import InvalidInput, WikiError
 from llm_wiki.wiki import Wiki
 
-CATALOG_VERSION = "3"
+CATALOG_VERSION = "4"
 LATEST_IN_INDEX = 15
 SUMMARY_IN_LINE = 300
+TAIL_BYTES = 4096  # of log.md, fingerprinted to notice a log that was merged, not appended to
 ROOT_MARK = "\x00"  # stands for the link prefix to the wiki root inside cached lines
 # Newest first; on the same day a replacement comes before what it replaced.
 ORDER = "date DESC, superseded_by IS NOT NULL, id DESC"
@@ -51,7 +52,8 @@ CREATE TABLE IF NOT EXISTS entries(
   supersedes TEXT, sources TEXT, alternatives TEXT, extra TEXT,
   body_len INTEGER,
   superseded_by TEXT,
-  line TEXT
+  line TEXT,
+  archive_at TEXT
 );
 CREATE INDEX IF NOT EXISTS entries_by_domain ON entries(domain, date DESC, id DESC);
 CREATE INDEX IF NOT EXISTS entries_by_date ON entries(date DESC, id DESC);
@@ -104,7 +106,7 @@ CREATE VIRTUAL TABLE IF NOT EXISTS fts USING fts5(
 _COLUMNS = (
     "id, path, archive, sha256, mtime_ns, size, type, date, domain, scope, status, origin, "
     "summary, tags, actors, aliases, questions, supersedes, sources, alternatives, extra, "
-    "body_len, superseded_by, line"
+    "body_len, superseded_by, line, archive_at"
 )
 
 
@@ -132,6 +134,7 @@ class Row:
     alternatives: tuple[Alternative, ...]
     superseded_by: tuple[str, ...]
     line: str
+    archive_at: str | None = None  # where in its archive (see archive.read_member)
     rowid: int = 0
 
     @property
@@ -204,6 +207,7 @@ def _row_values(parsed: Parsed, superseded_by: str | None, line: str) -> tuple[A
         len(entry.body),
         superseded_by,
         line,
+        parsed.archive_at,
     )
 
 
@@ -233,6 +237,7 @@ def _row(r: sqlite3.Row | tuple[Any, ...]) -> Row:
         _body_len,
         superseded_by,
         line,
+        archive_at,
         *rest,
     ) = r
     return Row(
@@ -256,6 +261,7 @@ def _row(r: sqlite3.Row | tuple[Any, ...]) -> Row:
         alternatives=tuple(Alternative(a, b) for a, b in json.loads(alternatives)),
         superseded_by=tuple(json.loads(superseded_by)) if superseded_by else (),
         line=line,
+        archive_at=archive_at,
         rowid=rest[0] if rest else 0,
     )
 
@@ -321,10 +327,16 @@ class Parsed:
     entry: Entry | None
     archive: str | None = None
     problem: str = ""
+    archive_at: str | None = None
 
 
 def parse_file(
-    rel: str, data: bytes, mtime_ns: int, size: int, archive: str | None = None
+    rel: str,
+    data: bytes,
+    mtime_ns: int,
+    size: int,
+    archive: str | None = None,
+    archive_at: str | None = None,
 ) -> Parsed:
     sha = store.sha256_bytes(data)
     try:
@@ -335,7 +347,7 @@ def parse_file(
     if entry.id != expected:
         problem = f"{rel}: its id {entry.id!r} does not match its file name; restore the file."
         return Parsed(rel, sha, mtime_ns, size, None, archive, problem)
-    return Parsed(rel, sha, mtime_ns, size, entry, archive)
+    return Parsed(rel, sha, mtime_ns, size, entry, archive, archive_at=archive_at)
 
 
 # --------------------------------------------------------------------------- lines
@@ -497,7 +509,7 @@ class Catalog:
         entry = parsed.entry
         assert entry is not None
         cur = self.db.execute(
-            f"INSERT INTO entries({_COLUMNS}) VALUES({','.join('?' * 24)})",
+            f"INSERT INTO entries({_COLUMNS}) VALUES({','.join('?' * 25)})",
             _row_values(parsed, None, ""),
         )
         self._insert_side_tables([(cur.lastrowid, entry)])
@@ -575,7 +587,7 @@ class Catalog:
             int(self.db.execute("SELECT coalesce(max(rowid), 0) FROM entries").fetchone()[0]) + 1
         )
         self.db.executemany(
-            f"INSERT INTO entries(rowid, {_COLUMNS}) VALUES({','.join('?' * 25)})",
+            f"INSERT INTO entries(rowid, {_COLUMNS}) VALUES({','.join('?' * 26)})",
             [(first + i, *row) for i, row in enumerate(rows)],
         )
         self._insert_side_tables(
@@ -686,19 +698,24 @@ class Catalog:
         self._apply_and_render([parsed])
 
     def _apply_and_render(
-        self, parsed: list[Parsed], archived: Sequence[tuple[str, str]] = ()
+        self, parsed: list[Parsed], archived: Sequence[tuple[str, str, str | None]] = ()
     ) -> None:
         """Apply changes, consume the log, and re-render only the domains they touched.
 
         ``render_pending`` stays set until the files are written, so a process killed in
-        between leaves a flag that makes the next open re-render everything.
+        between leaves a flag that makes the next open re-render everything. When the log
+        cannot settle where an archived entry is, a scan of the files does.
         """
         stale = self._meta("render_pending") == "1"
-        with self.db:
-            self._set_meta("render_pending", "1")
-            domains = self.apply(parsed)
-            domains |= self._mark_archived(archived)
-            self._consume_log()
+        try:
+            with self.db:
+                self._set_meta("render_pending", "1")
+                domains = self.apply(parsed)
+                domains |= self._mark_archived(archived)
+                self._consume_log()
+        except _NeedsScan:
+            self.scan()
+            return
         self.render(domains=None if stale else domains, full=stale)
 
     def _consume_log(self) -> None:
@@ -729,7 +746,7 @@ class Catalog:
 
     def _follow_log(self, offset: int) -> None:
         parsed: list[Parsed] = []
-        archived: list[tuple[str, str]] = []
+        archived: list[tuple[str, str, str | None]] = []
         for _, line in store.read_log(self.wiki, offset):
             if line.op == "write" and line.fields.get("path"):
                 rel = line.fields["path"]
@@ -739,25 +756,54 @@ class Catalog:
                     data = (self.wiki.root / rel).read_bytes()
                     st = (self.wiki.root / rel).stat()
                 except FileNotFoundError:
-                    continue  # archived or removed since: a scan settles it below
+                    # archived or removed since (lines that came with a git pull): a scan knows
+                    self.scan()
+                    return
                 parsed.append(parse_file(rel, data, st.st_mtime_ns, st.st_size))
             elif line.op == "archive" and line.fields.get("archive"):
-                archived.append((line.subject, line.fields["archive"]))
+                archived.append((line.subject, line.fields["archive"], None))
         self._apply_and_render(parsed, archived)
 
-    def _mark_archived(self, archived: Sequence[tuple[str, str]]) -> set[str]:
+    def record_archived(self, archived: Sequence[tuple[str, str, str | None]]) -> None:
+        """Record entries this process just archived (lock held): (id, archive, locator)."""
+        self._apply_and_render([], archived)
+
+    def _mark_archived(self, archived: Sequence[tuple[str, str, str | None]]) -> set[str]:
+        """Point rows at the archive holding them, as a scan would: a loose file wins, then the
+        first archive by name. Raises _NeedsScan when only a scan can tell where an entry is."""
+        from llm_wiki import archive as archives
+
+        on_disk = archive_names(self.wiki)
+        located: dict[str, dict[str, str | None]] = {}
         ids = []
-        for entry_id, archive in archived:
+        for entry_id, name, at in archived:
+            got = self.db.execute(
+                "SELECT path, archive FROM entries WHERE id=?", (entry_id,)
+            ).fetchone()
+            if got is None or name not in on_disk:
+                raise _NeedsScan
+            path, current = got
+            if (self.wiki.root / path).exists() or (current in on_disk and current <= name):
+                continue
+            if at is None:
+                if name not in located:
+                    try:
+                        located[name] = archives.locate(self.wiki, name)
+                    except WikiError:
+                        raise _NeedsScan from None
+                if path not in located[name]:
+                    raise _NeedsScan
+                at = located[name][path]
             self.db.execute(
-                "UPDATE entries SET archive=?, mtime_ns=NULL, size=NULL WHERE id=?",
-                (archive, entry_id),
+                "UPDATE entries SET archive=?, archive_at=?, mtime_ns=NULL, size=NULL WHERE id=?",
+                (name, at, entry_id),
             )
             ids.append(entry_id)
         return self._relink(ids)
 
     def scan(self) -> ScanResult:
         """Compare every file with the catalog; re-parse only what changed; render."""
-        loose: dict[str, tuple[int, int] | None] = {
+        loose_known: dict[str, tuple[int, int] | None] = {
             path: (mtime, size)
             for path, mtime, size in self.db.execute(
                 "SELECT path, mtime_ns, size FROM entries WHERE archive IS NULL"
@@ -769,30 +815,38 @@ class Catalog:
             ).fetchall()
         )
         for (path,) in self.db.execute("SELECT path FROM problems").fetchall():
-            loose.setdefault(path, None)
-        seen: set[str] = set()
+            loose_known.setdefault(path, None)
+        known = loose_known.keys() | archived.keys()
+        loose: set[str] = set()
         changed: list[Parsed] = []
         root = self.wiki.root
         for rel, st in store.iter_entry_files(self.wiki):
-            seen.add(rel)
-            if loose.get(rel) == (st.st_mtime_ns, st.st_size):
+            loose.add(rel)
+            if loose_known.get(rel) == (st.st_mtime_ns, st.st_size):
                 continue
             changed.append(parse_file(rel, (root / rel).read_bytes(), st.st_mtime_ns, st.st_size))
         on_disk = archive_names(self.wiki)
-        for path, archive in archived.items():
-            if archive in on_disk and path not in seen:
-                seen.add(path)
-        known = loose.keys() | archived.keys()
+        held = {  # path -> the archive the catalog reads it from
+            path: archive
+            for path, archive in archived.items()
+            if archive in on_disk and path not in loose
+        }
         # Archives new to the catalog are read; all of them when a file left entries/ (it may
         # have been archived by another machine).
-        vanished = not known <= seen
+        vanished = any(p not in loose and p not in held for p in known)
         to_read = on_disk if vanished else on_disk - set(archived.values())
         for item in _iter_archived(self.wiki, to_read):
-            if item.path in seen:
-                continue  # a loose file in entries/, or an earlier archive, holds it
-            seen.add(item.path)
-            if archived.get(item.path) != item.archive:
-                changed.append(item)
+            if item.path == item.archive:
+                changed.append(item)  # an unreadable archive: recorded as a problem
+                continue
+            if item.path in loose:
+                continue  # a loose file in entries/ holds it
+            current, name = held.get(item.path), item.archive or ""
+            if current is not None and current <= name:
+                continue  # the first archive by name holds it
+            held[item.path] = name
+            changed.append(item)
+        seen = loose | held.keys() | {p.path for p in changed}
         removed = [p for p in known if p not in seen]
         with self.db:
             self._set_meta("render_pending", "1")
@@ -1026,6 +1080,10 @@ class ScanResult:
     written: tuple[str, ...] = ()
 
 
+class _NeedsScan(Exception):
+    """Following log.md cannot settle where an entry is; a scan of the files can."""
+
+
 def archive_names(wiki: Wiki) -> set[str]:
     """``archive/*.tar.zst`` as paths relative to the root."""
     if not wiki.archive_dir.is_dir():
@@ -1041,8 +1099,12 @@ def _iter_archived(wiki: Wiki, names: Iterable[str]) -> Iterator[Parsed]:
     from llm_wiki import archive
 
     for name in names:
-        for rel, data in archive.iter_members(wiki, name):
-            yield parse_file(rel, data, 0, len(data), archive=name)
+        try:
+            for member in archive.iter_members(wiki, name):
+                data = member.data
+                yield parse_file(member.rel, data, 0, len(data), name, member.at)
+        except WikiError as exc:  # the rest of it is absent; `verify` names the archive
+            yield Parsed(name, "", 0, 0, None, name, exc.message)
 
 
 def _log_state(wiki: Wiki) -> tuple[int, str]:
@@ -1054,13 +1116,16 @@ def _log_state(wiki: Wiki) -> tuple[int, str]:
 
 
 def _tail_at(wiki: Wiki, offset: int) -> str:
+    """A fingerprint of the log's last TAIL_BYTES before ``offset``: if git merged lines in
+    before that point, it changes (a few lines, not one: two clones that archived the same
+    entry end their logs with the same sha256)."""
     if offset <= 0:
         return ""
     try:
         with open(wiki.log_path, "rb") as fh:
-            start = max(0, offset - 64)
+            start = max(0, offset - TAIL_BYTES)
             fh.seek(start)
-            return fh.read(offset - start).hex()
+            return store.sha256_bytes(fh.read(offset - start))
     except FileNotFoundError:
         return ""
 
@@ -1205,7 +1270,7 @@ def check_index(wiki: Wiki) -> IndexResult:
         ]
         seen = {p.path for p in parsed}
         for item in _iter_archived(wiki, archive_names(wiki)):
-            if item.path not in seen:
+            if item.path not in seen or item.path == item.archive:
                 seen.add(item.path)
                 parsed.append(item)
         with fresh_db:
@@ -1219,7 +1284,10 @@ def check_index(wiki: Wiki) -> IndexResult:
             except FileNotFoundError:
                 stale.append(rel)
         stale += fresh._stale_index_files(expected)
-        state = "SELECT id, path, archive, sha256, superseded_by, line FROM entries ORDER BY id"
+        state = (
+            "SELECT id, path, archive, archive_at, sha256, superseded_by, line FROM entries "
+            "ORDER BY id"
+        )
         want = fresh_db.execute(state).fetchall()
         have: list[Any] = []
         if _catalog_path(wiki).exists():

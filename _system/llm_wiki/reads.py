@@ -43,11 +43,15 @@ def show_entry(wiki: Wiki, entry_id: str, viewer: Viewer) -> Shown:
 def read_entry(wiki: Wiki, row: Row) -> tuple[Entry, str]:
     """The entry a catalog row points at, from entries/ or its archive."""
     try:
-        data = store.read_entry_bytes(wiki, row.path, row.archive)
+        data = store.read_entry_bytes(wiki, row.path, row.archive, row.archive_at)
     except FileNotFoundError:
-        raise NotFound(
-            f"{row.path} is listed but missing; run `llm-wiki verify`, then `llm-wiki index`."
-        ) from None
+        with read_catalog(wiki) as catalog:  # archived since the row was read?
+            moved = catalog.get(row.id, Viewer.everyone())
+        if moved is None or not moved.archive:
+            raise NotFound(
+                f"{row.path} is listed but missing; run `llm-wiki verify`, then `llm-wiki index`."
+            ) from None
+        data = store.read_entry_bytes(wiki, moved.path, moved.archive, moved.archive_at)
     text = decode_text(data, row.path)
     return parse_entry(text, what=row.path), text
 

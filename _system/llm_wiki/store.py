@@ -417,10 +417,13 @@ def _ensure_writable(wiki: Wiki) -> None:
         )
 
 
-def read_entry_bytes(wiki: Wiki, rel: str, archive: str | None = None) -> bytes:
-    """The bytes of one entry, from entries/ or (when ``archive`` is set) its archive file."""
+def read_entry_bytes(
+    wiki: Wiki, rel: str, archive: str | None = None, at: str | None = None
+) -> bytes:
+    """The bytes of one entry, from entries/ or (when ``archive`` is set) its archive file
+    (``at``: its locator there, from the catalog)."""
     if archive:
         from llm_wiki.archive import read_member
 
-        return read_member(wiki, archive, rel)
+        return read_member(wiki, archive, rel, at)
     return (wiki.root / rel).read_bytes()

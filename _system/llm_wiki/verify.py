@@ -97,29 +97,29 @@ def verify(wiki: Wiki, viewer: Viewer) -> VerifyResult:
     for name in sorted(archive_names(wiki)):
         from llm_wiki.archive import iter_members
 
-        try:
-            members = list(iter_members(wiki, name))
+        try:  # streamed: what precedes a break is checked, what follows it is missing
+            for rel, data, _ in iter_members(wiki, name):
+                entry_id = os.path.basename(rel)[:-3]
+                record = logged.get(entry_id)
+                scope = record.scope if record else _scope_of(data, rel)
+                if entry_id in present or not visible(scope):
+                    continue
+                present.add(entry_id)
+                checked += 1
+                if record is None:
+                    findings.append(
+                        Finding("unlogged", entry_id, f"{name}:{rel}", KINDS["unlogged"])
+                    )
+                elif record.sha != store.sha256_bytes(data):
+                    findings.append(
+                        Finding(
+                            "archive-mismatch", entry_id, f"{name}:{rel}", KINDS["archive-mismatch"]
+                        )
+                    )
         except WikiError:
             if viewer.sees_all:
                 findings.append(
                     Finding("unreadable-archive", "", name, KINDS["unreadable-archive"])
-                )
-            continue
-        for rel, data in members:
-            entry_id = os.path.basename(rel)[:-3]
-            record = logged.get(entry_id)
-            scope = record.scope if record else _scope_of(data, rel)
-            if entry_id in present or not visible(scope):
-                continue
-            present.add(entry_id)
-            checked += 1
-            if record is None:
-                findings.append(Finding("unlogged", entry_id, f"{name}:{rel}", KINDS["unlogged"]))
-            elif record.sha != store.sha256_bytes(data):
-                findings.append(
-                    Finding(
-                        "archive-mismatch", entry_id, f"{name}:{rel}", KINDS["archive-mismatch"]
-                    )
                 )
     for entry_id, record in sorted(logged.items()):
         if entry_id not in present and visible(record.scope):

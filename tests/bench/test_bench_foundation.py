@@ -62,7 +62,9 @@ def timed(cmd, env, runs=1, label=None):
 
 
 def peak_rss_mb(cmd, env):
-    proc = subprocess.run(["/usr/bin/time", "-f", "%M", *cmd], env=env, capture_output=True, text=True)
+    proc = subprocess.run(
+        ["/usr/bin/time", "-f", "%M", *cmd], env=env, capture_output=True, text=True
+    )
     assert proc.returncode == 0, proc.stderr
     return int(proc.stderr.strip().splitlines()[-1]) / 1024
 
@@ -91,9 +93,21 @@ def test_bench_foundation(big_wiki):
 
     # re-index after one new entry, against the full build
     subprocess.run(
-        [py, "-m", "llm_wiki", "write", "--type", "incident", "--domain", "ops",
-         "--summary", "One more entry for the re-index figure"],
-        env=env, check=True, capture_output=True,
+        [
+            py,
+            "-m",
+            "llm_wiki",
+            "write",
+            "--type",
+            "incident",
+            "--domain",
+            "ops",
+            "--summary",
+            "One more entry for the re-index figure",
+        ],
+        env=env,
+        check=True,
+        capture_output=True,
     )
     new = big_wiki / "entries/2099/01/2099-01-01-added-behind-the-tools-back-abcd.md"
     new.parent.mkdir(parents=True, exist_ok=True)
@@ -106,12 +120,26 @@ def test_bench_foundation(big_wiki):
 
     # write on the 10k wiki vs the click import floor (alternating, 15 runs each)
     click_floor, writes = [], []
-    write_cmd = [py, "-c", "from llm_wiki.cli import main; main()", "write"]  # as the console script
+    write_cmd = [
+        py,
+        "-c",
+        "from llm_wiki.cli import main; main()",
+        "write",
+    ]  # as the console script
     for i in range(25):
         click_floor += timed([py, "-c", "import click"], env, label="click")
         writes += timed(
-            [*write_cmd, "--type", "incident", "--domain", "ops",
-             "--summary", f"Benchmark write number {i}", "--tag", "bench"],
+            [
+                *write_cmd,
+                "--type",
+                "incident",
+                "--domain",
+                "ops",
+                "--summary",
+                f"Benchmark write number {i}",
+                "--tag",
+                "bench",
+            ],
             env,
             label="write",
         )
@@ -121,9 +149,17 @@ def test_bench_foundation(big_wiki):
     f_write, f_click = min(writes), min(click_floor)
     cpu = {k: min(v) for k, v in CPU.items()}
     print(f"\n== foundation benchmarks ({N} entries, python {sys.version.split()[0]}) ==")
-    print(f"full index build: {f_full * 1000:.0f} ms; floor (read + CSafeLoader): {f_floor * 1000:.0f} ms; ratio {f_full / f_floor:.2f}x (target <= 2.5x); CPU ratio {cpu['full'] / cpu['floor']:.2f}x")
+    print(
+        f"full index build: {f_full * 1000:.0f} ms; floor (read + CSafeLoader): {f_floor * 1000:.0f} ms; ratio {f_full / f_floor:.2f}x (target <= 2.5x); CPU ratio {cpu['full'] / cpu['floor']:.2f}x"
+    )
     print(f"peak memory of the full build: {peak:.0f} MB (target <= 300 MB)")
-    print(f"re-index after one new entry: {reindex[0] * 1000:.0f} ms = {100 * reindex[0] / f_full:.1f}% of the full build (target <= 5%); CPU {100 * cpu['reindex'] / cpu['full']:.1f}%; unchanged re-index {min(reindex[1:]) * 1000:.0f} ms")
-    print(f"write at {N} entries: best {f_write * 1000:.0f} ms (median {statistics.median(writes) * 1000:.0f}); import click: best {f_click * 1000:.0f} ms (median {statistics.median(click_floor) * 1000:.0f}); ratio {f_write / f_click:.2f}x (target <= 2x); CPU ratio {cpu['write'] / cpu['click']:.2f}x")
-    verify = subprocess.run([py, "-m", "llm_wiki", "verify"], env=env, capture_output=True, text=True)
+    print(
+        f"re-index after one new entry: {reindex[0] * 1000:.0f} ms = {100 * reindex[0] / f_full:.1f}% of the full build (target <= 5%); CPU {100 * cpu['reindex'] / cpu['full']:.1f}%; unchanged re-index {min(reindex[1:]) * 1000:.0f} ms"
+    )
+    print(
+        f"write at {N} entries: best {f_write * 1000:.0f} ms (median {statistics.median(writes) * 1000:.0f}); import click: best {f_click * 1000:.0f} ms (median {statistics.median(click_floor) * 1000:.0f}); ratio {f_write / f_click:.2f}x (target <= 2x); CPU ratio {cpu['write'] / cpu['click']:.2f}x"
+    )
+    verify = subprocess.run(
+        [py, "-m", "llm_wiki", "verify"], env=env, capture_output=True, text=True
+    )
     assert verify.returncode == 1 and "unlogged" in verify.stdout  # the file added by hand

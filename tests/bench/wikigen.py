@@ -18,24 +18,99 @@ from llm_wiki.entries import Alternative, Entry, candidate_ids, dump_entry
 from llm_wiki.wiki import init_wiki
 
 DOMAINS = [
-    "platform", "ledger", "payments", "security", "identity", "search", "billing", "mobile",
-    "web", "data", "ml", "infra", "observability", "support", "compliance", "growth",
-    "messaging", "storage", "networking", "release",
+    "platform",
+    "ledger",
+    "payments",
+    "security",
+    "identity",
+    "search",
+    "billing",
+    "mobile",
+    "web",
+    "data",
+    "ml",
+    "infra",
+    "observability",
+    "support",
+    "compliance",
+    "growth",
+    "messaging",
+    "storage",
+    "networking",
+    "release",
 ]
 NOUNS = [
-    "cache", "queue", "database", "cluster", "pipeline", "gateway", "scheduler", "index",
-    "replica", "bucket", "broker", "token", "session", "webhook", "dashboard", "alert",
-    "runbook", "migration", "schema", "endpoint", "worker", "cron job", "feature flag",
-    "load balancer", "certificate", "secret", "backup", "snapshot", "partition", "shard",
+    "cache",
+    "queue",
+    "database",
+    "cluster",
+    "pipeline",
+    "gateway",
+    "scheduler",
+    "index",
+    "replica",
+    "bucket",
+    "broker",
+    "token",
+    "session",
+    "webhook",
+    "dashboard",
+    "alert",
+    "runbook",
+    "migration",
+    "schema",
+    "endpoint",
+    "worker",
+    "cron job",
+    "feature flag",
+    "load balancer",
+    "certificate",
+    "secret",
+    "backup",
+    "snapshot",
+    "partition",
+    "shard",
 ]
 TECH = [
-    "Postgres", "Redis", "Kafka", "SQS", "Kubernetes", "Terraform", "Grafana", "Prometheus",
-    "Elasticsearch", "S3", "CloudFront", "Lambda", "GraphQL", "gRPC", "OpenTelemetry",
-    "Vault", "Keycloak", "Jenkins", "GitHub Actions", "Datadog", "Sentry", "ClickHouse",
+    "Postgres",
+    "Redis",
+    "Kafka",
+    "SQS",
+    "Kubernetes",
+    "Terraform",
+    "Grafana",
+    "Prometheus",
+    "Elasticsearch",
+    "S3",
+    "CloudFront",
+    "Lambda",
+    "GraphQL",
+    "gRPC",
+    "OpenTelemetry",
+    "Vault",
+    "Keycloak",
+    "Jenkins",
+    "GitHub Actions",
+    "Datadog",
+    "Sentry",
+    "ClickHouse",
 ]
 VERBS = [
-    "Adopt", "Replace", "Retire", "Introduce", "Standardise on", "Move", "Split", "Merge",
-    "Limit", "Cache", "Encrypt", "Partition", "Throttle", "Monitor", "Automate",
+    "Adopt",
+    "Replace",
+    "Retire",
+    "Introduce",
+    "Standardise on",
+    "Move",
+    "Split",
+    "Merge",
+    "Limit",
+    "Cache",
+    "Encrypt",
+    "Partition",
+    "Throttle",
+    "Monitor",
+    "Automate",
 ]
 INCIDENTS = [
     "{tech} {noun} ran out of disk during the nightly batch",
@@ -67,7 +142,10 @@ def make_entries(n: int, seed: int = 7, start: dt.date = dt.date(2023, 1, 1)) ->
         if kind == "decision":
             summary = f"{rng.choice(VERBS)} {tech} for the {domain} {noun} ({i})"
             alts = tuple(
-                Alternative(f"{rng.choice(TECH).lower().replace(' ', '-')}-{k}", f"{rng.choice(['too costly', 'more on-call load', 'weaker guarantees', 'vendor lock-in'])} for the {noun}")
+                Alternative(
+                    f"{rng.choice(TECH).lower().replace(' ', '-')}-{k}",
+                    f"{rng.choice(['too costly', 'more on-call load', 'weaker guarantees', 'vendor lock-in'])} for the {noun}",
+                )
                 for k in range(rng.randint(1, 3))
             )
         elif kind == "incident":
@@ -111,7 +189,9 @@ def write_wiki(root: Path, entries: list[Entry]) -> Path:
         path.write_bytes(data)
         os.chmod(path, 0o444)
         sha = hashlib.sha256(data).hexdigest()
-        lines.append(f"{entry.date}T09:00:00Z write {entry.id} sha256={sha} scope={entry.scope} path={rel}\n")
+        lines.append(
+            f"{entry.date}T09:00:00Z write {entry.id} sha256={sha} scope={entry.scope} path={rel}\n"
+        )
     with open(root / "log.md", "a") as fh:
         fh.writelines(lines)
     return root

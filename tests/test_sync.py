@@ -1,0 +1,138 @@
+"""`llm-wiki sync`: two clones that both write and both archive replicate through a bare git
+repository without a merge conflict; the catalog notices a log.md that git merged."""
+
+from __future__ import annotations
+
+import subprocess
+
+import pytest
+
+from conftest import Cli, write_args
+
+
+@pytest.fixture(autouse=True)
+def git_identity(monkeypatch):
+    """Commits need an author; no test may depend on the developer's git config."""
+    for key in ("AUTHOR", "COMMITTER"):
+        monkeypatch.setenv(f"GIT_{key}_NAME", "Wiki Tester")
+        monkeypatch.setenv(f"GIT_{key}_EMAIL", "tester@example.org")
+    monkeypatch.setenv("GIT_CONFIG_NOSYSTEM", "1")
+
+
+def git(cwd, *args):
+    proc = subprocess.run(["git", *args], cwd=cwd, capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr
+    return proc.stdout
+
+
+@pytest.fixture
+def origin(tmp_path, monkeypatch):
+    """A bare repository holding a wiki with two decisions, each superseded in January."""
+    bare = tmp_path / "origin.git"
+    git(tmp_path, "init", "--quiet", "--bare", "-b", "main", str(bare))
+    seed = tmp_path / "seed"
+    git(tmp_path, "clone", "--quiet", str(bare), str(seed))
+    cli = Cli(seed)
+    cli("init", str(seed))
+    git(seed, "add", "-A")
+    git(seed, "commit", "--quiet", "-m", "Start the wiki")
+    ids = {}
+    for name, (old_day, new_day) in {
+        "a": ("2026-01-05", "2026-01-10"),
+        "b": ("2026-01-06", "2026-02-01"),
+    }.items():
+        monkeypatch.setenv("LLM_WIKI_NOW", old_day)
+        ids[name] = cli.json(*write_args(f"Decision {name}"))["id"]
+        monkeypatch.setenv("LLM_WIKI_NOW", new_day)
+        cli(*write_args(f"Decision {name}, revised", supersedes=ids[name]))
+    out = cli("sync").stdout
+    assert "Committed 5 files" in out and "Pushed to origin/main." in out
+    return bare, ids
+
+
+def clone(tmp_path, bare, name):
+    path = tmp_path / name
+    git(tmp_path, "clone", "--quiet", str(bare), str(path))
+    return path, Cli(path)
+
+
+def all_ids(cli):
+    return sorted(e["id"] for e in cli.json("list", "--limit", "1000")["entries"])
+
+
+def test_two_clones_write_and_archive_then_sync_without_conflict(tmp_path, origin, monkeypatch):
+    bare, ids = origin
+    one, cli1 = clone(tmp_path, bare, "one")
+    two, cli2 = clone(tmp_path, bare, "two")
+
+    monkeypatch.setenv("LLM_WIKI_NOW", "2026-05-15")  # both a and b are due here
+    x = cli1.json(*write_args("Written on machine one", domain="ops"))["id"]
+    first = cli1.json("archive")
+    assert sorted(first["archived"]) == sorted(ids.values())
+    monkeypatch.setenv("LLM_WIKI_NOW", "2026-04-20")  # only a is due here
+    y = cli2.json(*write_args("Written on machine two", domain="ops"))["id"]
+    second = cli2.json("archive")
+    assert second["archived"] == [ids["a"]] and second["archive"] != first["archive"]
+
+    assert cli1.json("sync")["pushed"]
+    two_sync = cli2.json("sync")
+    assert two_sync["pulled"] == 1 and two_sync["pushed"]
+    assert cli1.json("sync")["pulled"] == 1
+
+    expected = sorted([*all_ids(cli1)])
+    assert len(expected) == 6 and {x, y, *ids.values()} <= set(expected)
+    for path, cli in ((one, cli1), (two, cli2)):
+        assert all_ids(cli) == expected
+        assert cli.json("verify")["ok"]
+        cli("index", "--check")
+        for entry_id in ids.values():
+            assert cli.json("show", entry_id)["archive"].startswith("archive/2026-0")
+        assert cli.json("stats")["archived"] == 2
+        assert sorted(p.name for p in (path / "archive").iterdir()) == sorted(
+            [first["archive"][8:], second["archive"][8:]]
+        )
+        assert git(path, "status", "--porcelain") == ""  # nothing unmerged, nothing left over
+        assert "<<<<<<<" not in (path / "log.md").read_text()
+        assert git(path, "ls-files", "INDEX.md", "index", ".llm-wiki") == ""  # never merged
+        assert (path / "INDEX.md").exists()
+    assert (one / "log.md").read_bytes() == (two / "log.md").read_bytes()
+    log = (one / "log.md").read_text()
+    assert log.count(" archive ") == 3 and f" write {x} " in log and f" write {y} " in log
+    assert oct((two / f"entries/2026/05/{x}.md").stat().st_mode & 0o777) == "0o444"
+    assert cli2.json("sync")["committed"] == 0  # a second sync has nothing to do
+
+
+def test_the_catalog_notices_a_log_md_that_git_merged(tmp_path, origin, monkeypatch):
+    bare, _ = origin
+    one, cli1 = clone(tmp_path, bare, "one")
+    two, cli2 = clone(tmp_path, bare, "two")
+    monkeypatch.setenv("LLM_WIKI_NOW", "2026-03-01")
+    x = cli1.json(*write_args("Written on machine one", domain="ops"))["id"]
+    cli1("sync")
+    y = cli2.json(*write_args("Written on machine two", domain="ops"))["id"]
+    assert x not in all_ids(cli2)  # the catalog is fresh and has seen its own log
+    seen = (two / "log.md").read_bytes()
+    git(two, "add", "-A")
+    git(two, "commit", "--quiet", "-m", "by hand")
+    git(two, "pull", "--quiet", "--rebase")  # git alone: the tool is not told
+    merged = (two / "log.md").read_bytes()
+    assert not merged.startswith(seen)  # a union, not an append of what two had
+    assert f" write {x} ".encode() in merged and f" write {y} ".encode() in merged
+    assert {x, y} <= set(all_ids(cli2))
+    cli2("index", "--check")
+    assert cli2.json("verify")["ok"]
+
+
+def test_sync_needs_git_and_a_union_merged_log(tmp_path, cli, wiki_path):
+    result = cli("sync", code=1)
+    assert "not in a git repository" in result.stderr and "git init" in result.stderr
+    git(wiki_path, "init", "--quiet", "-b", "main")
+    assert "commit it once" in cli("sync", code=1).stderr
+    git(wiki_path, "add", "-A")
+    git(wiki_path, "commit", "--quiet", "-m", "Start the wiki")
+    cli(*write_args())
+    out = cli("sync").stdout
+    assert "No git remote: committed locally only" in out
+    assert git(wiki_path, "status", "--porcelain") == ""
+    (wiki_path / ".gitattributes").write_text("")
+    assert "log.md must merge as a union" in cli("sync", code=1).stderr
