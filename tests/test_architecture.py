@@ -56,7 +56,7 @@ except SystemExit as exc:
 else:
     code = 0
 import json
-heavy = sorted(m for m in ("anthropic", "mcp", "jinja2", "httpx", "frontmatter") if m in sys.modules)
+heavy = sorted(m for m in ("anthropic", "mcp", "jinja2", "httpx", "frontmatter", "tarfile", "zstandard", "yaml") if m in sys.modules)
 print("MODULES=" + json.dumps(heavy), file=sys.stderr)
 sys.exit(code or 0)
 """

@@ -771,7 +771,9 @@ class Catalog:
     def _mark_archived(self, archived: Sequence[tuple[str, str, str | None]]) -> set[str]:
         """Point rows at the archive holding them, as a scan would: a loose file wins, then the
         first archive by name. Raises _NeedsScan when only a scan can tell where an entry is."""
-        from llm_wiki import archive as archives
+        if not archived:
+            return set()
+        from llm_wiki import archive as archives  # tarfile + zstandard: only when needed
 
         on_disk = archive_names(self.wiki)
         located: dict[str, dict[str, str | None]] = {}

@@ -214,5 +214,6 @@ def init_wiki(path: str | os.PathLike[str]) -> InitResult:
     from llm_wiki.catalog import rebuild_index
 
     rebuild_index(wiki)
+    wiki.schema, wiki.settings  # noqa: B018 - parse once now, so the first write need not
     created.append("INDEX.md")
     return InitResult(str(root), True, tuple(created))
