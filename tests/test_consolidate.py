@@ -469,3 +469,36 @@ def test_stats_show_llm_calls_and_tokens_by_purpose_and_day(cli, wiki_path, ledg
     text = cli("stats").stdout
     assert "LLM: 3 calls" in text and "by purpose: consolidate 2 calls/" in text
     assert "by day: 2026-05-02 3 calls/" in text
+
+
+# --------------------------------------------------------------------------- walls
+
+
+def test_under_walls_each_scope_is_consolidated_apart(cli, wiki_path, monkeypatch):
+    monkeypatch.setenv("LLM_WIKI_NOW", DAY)
+    (wiki_path / "access.yaml").write_text(
+        "readers:\n  root:\n    admin: true\n  alice:\n    scopes: [matter-acme]\n"
+    )
+    configure(wiki_path)
+    acme = add(cli, "Sign the Acme supply contract", domain="contracts", scope="matter-acme",
+               **{"as": "root"})  # fmt: skip
+    beta = add(cli, "Refuse the Beta settlement offer", domain="contracts", scope="matter-beta",
+               **{"as": "root"})  # fmt: skip
+    assert "say who is reading" in cli("consolidate", code=1).stderr
+    MockBackend.enqueue(reply([{"text": "Sign it.", "cites": [beta]}]), good)
+    out = cli.json("consolidate", "--as", "alice")
+    assert [(d["scope"], d["status"]) for d in out["domains"]] == [("matter-acme", "written")]
+    first = MockBackend.history[0][1]
+    assert acme in first and beta not in first and "Beta" not in first
+    repair = MockBackend.history[1][1].split("It was rejected")[1]
+    assert "which was not among the entries given" in repair  # hidden reads as unknown
+    assert "matter-beta" not in repair and "Beta" not in repair
+    shown = cli.json("show", out["domains"][0]["id"], "--as", "alice")
+    assert shown["scope"] == "matter-acme" and shown["sources"] == [acme]
+    MockBackend.reset()
+    bad = reply([{"text": "Refuse it.", "cites": ["2026-01-01-made-up-0000"]}])
+    MockBackend.enqueue(bad, bad)
+    cli.json("consolidate", "--as", "root")
+    assert not (wiki_path / "synthesis-failures.md").exists()
+    record = (wiki_path / "synthesis-failures" / "matter-beta.md").read_text()
+    assert "matter-beta/contracts" in record and "acme" not in record.lower()

@@ -98,7 +98,9 @@ def use_backend(wiki_path, name):
 def test_wiki_consolidate_runs_the_configured_backend(wiki_path):
     cli = Cli(wiki_path)
     for summary in ("Keep the ledger in Postgres", "Partition postings by month"):
-        cli("write", "--type", "incident", "--domain", "ledger", "--tag", "db", "--summary", summary)
+        cli(
+            "write", "--type", "incident", "--domain", "ledger", "--tag", "db", "--summary", summary
+        )
     use_backend(wiki_path, "mock")
     env = {"LLM_WIKI_DIR": wiki_path, "LLM_WIKI_MOCK_FILE": REPO / "tests" / "mock_llm.py"}
     proc = run_script("wiki-consolidate", env=env)

@@ -306,17 +306,20 @@ _DATE_RES = (
     # 2026-03
     ("ym", re.compile(r"(?<![\w.-])(?P<year>\d{4})-(?P<m>\d{2})(?![\w-])")),
 )
-_QUOTE_RES = (
-    re.compile(r'"([^"\n]{2,400})"'),
-    re.compile(r"“([^”\n]{2,400})”"),
-    re.compile(r"„([^“”\n]{2,400})[“”]"),
-    re.compile(r"«\s?([^»\n]{2,400}?)\s?»"),
-    re.compile(r"`([^`\n]{2,400})`"),
+_QUOTE_RES = (  # (a character the quote needs, its pattern)
+    ('"', re.compile(r'"([^"\n]{2,400})"')),
+    ("“", re.compile(r"“([^”\n]{2,400})”")),
+    ("„", re.compile(r"„([^“”\n]{2,400})[“”]")),
+    ("«", re.compile(r"«\s?([^»\n]{2,400}?)\s?»")),
+    ("`", re.compile(r"`([^`\n]{2,400})`")),
 )
+_MONTH_KINDS = ("dMy", "Mdy", "My")
+_MONTH_HINT_RE = re.compile(r"(?i)\b(?:jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec)")
 _ID_LIKE_RE = re.compile(r"[a-z0-9]+(?:-[a-z0-9]+)+")
-_TOKEN_RE = re.compile(r"[A-Za-z0-9]+(?:[.,]\d+)*")
+_DIGIT_TOKEN_RE = re.compile(r"(?<![A-Za-z0-9])[A-Za-z]*\d[A-Za-z0-9]*(?:[.,]\d+)*")
 _NUMBER_HEAD_RE = re.compile(r"^\d+(?:[.,]\d+)*")
 _THOUSANDS_RE = re.compile(r"^\d{1,3}(?:,\d{3})+(?:\.\d+)?$")
+_DIGIT_RE = re.compile(r"\d")
 
 
 def extract_facts(text: str, *, strip: Collection[str] = ()) -> Facts:
@@ -325,25 +328,36 @@ def extract_facts(text: str, *, strip: Collection[str] = ()) -> Facts:
         ids = strip if isinstance(strip, (set, frozenset)) else set(strip)
         text = _ID_LIKE_RE.sub(lambda m: " " if m.group(0) in ids else m.group(0), text)
     quotes: list[str] = []
-    for pattern in _QUOTE_RES:
-        for match in pattern.finditer(text):
-            quote = match.group(1).strip()
-            if quote:
-                quotes.append(quote)
-        text = pattern.sub(" ", text)
+
+    def quoted(match: re.Match[str]) -> str:
+        quote = match.group(1).strip()
+        if quote:
+            quotes.append(quote)
+        return " "
+
+    for mark, pattern in _QUOTE_RES:
+        if mark in text:
+            text = pattern.sub(quoted, text)
     dates: dict[str, tuple[tuple[int, int, int], ...]] = {}
-    for kind, pattern in _DATE_RES:
-        for match in pattern.finditer(text):
-            readings = _date_readings(kind, match)
-            if readings:
-                dates[match.group(0)] = readings
-        text = pattern.sub(lambda m: " " if _date_readings(kind, m) else m.group(0), text)  # noqa: B023 - used at once
     numbers: set[str] = set()
     tokens: set[str] = set()
-    for match in _TOKEN_RE.finditer(text):
-        token = match.group(0)
-        if not any(c.isdigit() for c in token):
+    if not _DIGIT_RE.search(text):
+        return Facts(frozenset(), frozenset(), dates, tuple(quotes))
+    months = _MONTH_HINT_RE.search(text) is not None
+    for kind, pattern in _DATE_RES:
+        if kind in _MONTH_KINDS and not months:
             continue
+
+        def dated(match: re.Match[str], kind: str = kind) -> str:
+            readings = _date_readings(kind, match)
+            if not readings:
+                return match.group(0)
+            dates[match.group(0)] = readings
+            return " "
+
+        text = pattern.sub(dated, text)
+    for match in _DIGIT_TOKEN_RE.finditer(text):
+        token = match.group(0)
         head = _NUMBER_HEAD_RE.match(token)
         if head is None:
             tokens.add(token.lower())

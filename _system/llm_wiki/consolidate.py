@@ -200,10 +200,12 @@ class DomainResult:
     supersedes: tuple[str, ...] = ()
     statements: int = 0
     check_ms: float = 0.0
+    problems: tuple[CitationProblem, ...] = ()  # why it failed, statement by statement
 
     def to_dict(self) -> dict[str, Any]:
         data = dataclasses.asdict(self)
         data["supersedes"] = list(self.supersedes)
+        data["problems"] = [p.to_dict() for p in self.problems]
         data["check_ms"] = round(self.check_ms, 3)
         return data
 
@@ -271,7 +273,9 @@ def consolidate(
     if budget.max_calls < 0 or budget.max_tokens < 0:
         raise InvalidInput("--max-calls and --max-tokens must be 0 or more.")
     verify = bool(settings["verify_with_llm"] if verify_with_llm is None else verify_with_llm)
-    run = _Run(wiki, backend, budget, settings, verify=verify, dry_run=dry_run, force=all_domains)
+    run = _Run(
+        wiki, viewer, backend, budget, settings, verify=verify, dry_run=dry_run, force=all_domains
+    )
     if dry_run:
         return run.execute(_select(wiki, viewer, domain, all_domains, backend.is_llm))
     with store.locked(wiki, "consolidate", blocking=False) as got:
@@ -386,12 +390,14 @@ class _Domain:
     blocks: dict[str, str]
     previous: Entry | None
     tally: _Tally = field(default_factory=_Tally)
+    cache: _ChunkCache | None = None
 
 
 class _Run:
     def __init__(
         self,
         wiki: Wiki,
+        viewer: Viewer,
         backend: backends.Backend,
         budget: _Budget,
         settings: dict[str, Any],
@@ -401,6 +407,7 @@ class _Run:
         force: bool,
     ) -> None:
         self.wiki = wiki
+        self.viewer = viewer
         self.backend = backend
         self.budget = budget
         self.settings = settings
@@ -475,9 +482,9 @@ class _Run:
         if reply.skip is not None:
             return self._skip(state, reply.skip, tally, why)
         entry = self._entry(work, reply)
-        result = store.write_entry(self.wiki, entry, viewer=Viewer.everyone())
-        if tally.chunks > 1:
-            _ChunkCache(self.wiki, state.scope, state.domain).prune(self._chunk_keys(work))
+        result = store.write_entry(self.wiki, entry, viewer=self.viewer)
+        if work.cache is not None:
+            work.cache.prune(self._chunk_keys(work))
         return self._result(
             state,
             "written",
@@ -538,6 +545,7 @@ class _Run:
             state,
             "failed",
             f"{problems[0].kind}: {problems[0].detail}",
+            problems=tuple(problems),
             chunks=tally.chunks,
             cached_chunks=tally.cached,
             calls=tally.calls,
@@ -587,7 +595,7 @@ class _Run:
             return self._ask(work, "consolidate", prompt, "final", self._check_final)
         chunks = make_chunks(ids, work.blocks, self.chunk_tokens)
         work.tally.chunks = len(chunks)
-        cache = _ChunkCache(self.wiki, work.state.scope, work.state.domain)
+        cache = work.cache = _ChunkCache(self.wiki, work.state.scope, work.state.domain)
         active = set(ids)
         notes: dict[tuple[str, tuple[str, ...]], tuple[str, Statement]] = {}
         leftovers: list[str] = []  # entries whose notes were dropped: shown whole to the combiner
@@ -619,6 +627,8 @@ class _Run:
                 cache.put(key, members, found)
             for topic, statement in found:
                 notes.setdefault((statement.text, statement.cites), (topic, statement))
+        if not self.dry_run:
+            cache.flush()
         if missing:  # dry run: the combining call's prompt is not known yet; estimate it
             guess = backends.estimate_tokens(previous) + 60 * MAX_NOTES * len(chunks)
             self._dry_call(work, guess, "final")
@@ -943,6 +953,7 @@ class _ChunkCache:
         except (OSError, ValueError, KeyError, TypeError):
             self.chunks = {}
         self._holding: dict[str, list[str]] | None = None
+        self._unsaved = False
 
     def find(
         self, key: str, members: Sequence[str], active: set[str], *, keep: bool = True
@@ -970,7 +981,7 @@ class _ChunkCache:
         if 2 * len(lost) > len(members):
             return None
         if keep and key not in self.chunks:
-            self.put(key, members, kept, covered=covered)
+            self.put(key, members, kept, covered=covered, save=False)  # saved with the next
         return kept, sorted(lost)
 
     def _holders(self) -> dict[str, list[str]]:
@@ -988,7 +999,9 @@ class _ChunkCache:
         notes: list[tuple[str, Statement]],
         *,
         covered: set[str] | None = None,
+        save: bool = True,
     ) -> None:
+        """Record a chunk's notes; saved at once (a run stopped by its budget keeps them)."""
         if covered is None:
             covered = {i for _, s in notes for i in s.cites} & set(members)
         self.chunks[key] = {
@@ -997,7 +1010,13 @@ class _ChunkCache:
             "notes": [{"topic": t, "text": s.text, "cites": list(s.cites)} for t, s in notes],
         }
         self._holding = None
-        self._save()
+        self._unsaved = True
+        if save:
+            self._save()
+
+    def flush(self) -> None:
+        if self._unsaved:
+            self._save()
 
     def prune(self, keep: set[str]) -> None:
         """Keep only the current chunks' notes (after a synthesis is written)."""
@@ -1009,6 +1028,7 @@ class _ChunkCache:
     def _save(self) -> None:
         data = json.dumps({"format": FORMAT, "chunks": self.chunks}, ensure_ascii=False)
         store.atomic_write(self.path, data)
+        self._unsaved = False
 
 
 def _notes(raw: list[dict[str, Any]]) -> list[tuple[str, Statement]]:
