@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import shutil
 
 import pytest
@@ -437,6 +438,18 @@ def test_a_large_domain_is_chunked_and_one_new_entry_costs_at_most_two_calls(
         assert out["cached_chunks"] >= out["chunks"] - 1
     sources = cli.json("show", out["id"])["sources"]
     assert big_domain[5] not in sources and big_domain[20] not in sources
+
+
+def test_verifying_a_large_synthesis_is_batched_within_the_chunk_budget(cli, big_domain):
+    from llm_wiki.backends import estimate_tokens
+
+    MockBackend.enqueue(*[good] * 100)
+    out = cli.json("consolidate", "--verify-with-llm")["domains"][0]
+    assert out["status"] == "written"
+    verify = [p for purpose, p in MockBackend.history if purpose == "consolidate-verify"]
+    assert len(verify) >= 2 and all(estimate_tokens(p) < 1200 for p in verify)
+    asked = [n for p in verify for n in re.findall(r"^(\d+)\. ", p, re.M)]
+    assert sorted(map(int, asked)) == list(range(1, out["statements"] + 1))
 
 
 def test_chunk_boundaries_depend_on_each_entry_alone():

@@ -19,12 +19,17 @@ budget (``--max-calls``, ``--max-tokens``):
 - a passing synthesis is written through :func:`store.write_entry` as ``type: synthesis``,
   ``origin: consolidated``, citing its sources and superseding the previous synthesis.
 
-Chunk boundaries are content-defined so they survive edits of the entry list: entries are taken
-in (date, id) order and a chunk ends after an entry whose id hash falls below its share of the
-target chunk size (``tokens(entry) / (chunk_tokens / 2)``). Whether an entry ends a chunk depends
-only on that entry, so adding or superseding one entry changes only the chunk it falls in;
-chunks that merely lost members (superseded entries) reuse their cached notes minus the notes
-citing what left, as long as every remaining entry the notes covered is still covered.
+Chunking. Entries are taken in (date, id) order; a chunk ends after an entry whose id hash, read
+as a number in [0, 1), is below ``tokens(entry) / (chunk_tokens / 2)``, or before an entry that
+would overflow ``chunk_tokens``. Whether an entry ends a chunk depends on that entry alone, not on
+its position: with fixed-size packing one insertion would shift every later boundary, and
+calendar buckets overflow in a busy month. So adding or superseding an entry changes one chunk
+(it splits one in two when the new entry itself ends a chunk). Notes are cached by chunk
+fingerprint; a chunk whose members all appear in cached notes (the old half of a split chunk, a
+chunk that lost a superseded member) reuses those notes minus any note citing an entry no longer
+active, and an entry only such a dropped note covered is shown whole to the combining call. Only
+the chunk holding the new entry is read again: one chunk call plus one combining call. The price:
+chunks average half the budget, so a first run makes about twice the calls of perfect packing.
 """
 
 from __future__ import annotations
@@ -188,7 +193,7 @@ def _logged_skips(wiki: Wiki) -> dict[tuple[str, str], str]:
 class DomainResult:
     scope: str
     domain: str
-    status: str  # written | skipped | failed | waiting | planned | up-to-date
+    status: str  # written | skipped | failed | waiting (budget, backend) | planned (dry run)
     reason: str = ""
     entries: int = 0
     chunks: int = 0
@@ -392,6 +397,10 @@ class _Domain:
     tally: _Tally = field(default_factory=_Tally)
     cache: _ChunkCache | None = None
 
+    @functools.cached_property
+    def sha(self) -> dict[str, str]:
+        return {r.id: r.sha256 for r in self.state.evidence}
+
 
 class _Run:
     def __init__(
@@ -482,7 +491,11 @@ class _Run:
         if reply.skip is not None:
             return self._skip(state, reply.skip, tally, why)
         entry = self._entry(work, reply)
-        result = store.write_entry(self.wiki, entry, viewer=self.viewer)
+        try:
+            result = store.write_entry(self.wiki, entry, viewer=self.viewer)
+        except WikiError as exc:  # e.g. its previous synthesis vanished meanwhile
+            problem = CitationProblem("invalid-entry", "", exc.message)
+            return self._failed(state, (problem,), tally=tally, attempts=1)
         if work.cache is not None:
             work.cache.prune(self._chunk_keys(work))
         return self._result(
@@ -565,10 +578,10 @@ class _Run:
                 statements.append(Statement(entry.summary, (entry.id,)))
                 topics.append(topic or "other")
         reply = Reply(
-            title=f"{work.state.domain}: extractive synthesis",
+            title=f"{work.state.domain}: its active entries by tag",
             summary=(
-                f"Extractive synthesis of the {work.state.domain} domain: each active entry's "
-                "summary, grouped by tag, without an LLM."
+                f"The {work.state.domain} domain's active entries, one statement each, grouped "
+                "by tag (an extractive synthesis, made without an LLM)."
             ),
             statements=tuple(statements),
             topics=tuple(topics),
@@ -646,10 +659,10 @@ class _Run:
         return self._ask(work, "consolidate-combine", prompt, "final", self._check_final)
 
     def _chunk_key(self, work: _Domain, members: Sequence[str]) -> str:
-        sha = {r.id: r.sha256 for r in work.state.evidence}
+        """The chunk's fingerprint: its members' ids and file hashes, and the notes' format."""
         digest = hashlib.sha256(f"chunk {FORMAT}\n".encode())
         for entry_id in members:
-            digest.update(f"{entry_id} {sha[entry_id]}\n".encode())
+            digest.update(f"{entry_id} {work.sha[entry_id]}\n".encode())
         return digest.hexdigest()
 
     def _chunk_keys(self, work: _Domain) -> set[str]:
@@ -781,15 +794,41 @@ class _Run:
         return problems
 
     def _verify(self, work: _Domain, reply: Reply) -> list[CitationProblem]:
-        ids = cited_ids(reply.statements)
+        """Ask whether each statement is supported by its citations, in batches that keep each
+        prompt within ``chunk_tokens``."""
+        numbered = list(enumerate(reply.statements, start=1))
+        batches: list[list[tuple[int, Statement]]] = [[]]
+        shown: set[str] = set()
+        size = 0
+        for number, statement in numbered:
+            new = [i for i in dict.fromkeys(statement.cites) if i in work.blocks and i not in shown]
+            cost = sum(backends.estimate_tokens(work.blocks[i]) for i in new)
+            if batches[-1] and size + cost > self.chunk_tokens:
+                batches.append([])
+                shown, size = set(), 0
+                new = [i for i in dict.fromkeys(statement.cites) if i in work.blocks]
+                cost = sum(backends.estimate_tokens(work.blocks[i]) for i in new)
+            batches[-1].append((number, statement))
+            shown.update(new)
+            size += cost
+        problems: list[CitationProblem] = []
+        for batch in batches:
+            problems += self._verify_batch(work, batch)
+        return problems
+
+    def _verify_batch(
+        self, work: _Domain, batch: list[tuple[int, Statement]]
+    ) -> list[CitationProblem]:
+        ids = cited_ids(s for _, s in batch)
         prompt = render_prompt(
             "consolidate_verify.j2",
             domain=work.state.domain,
             scope=work.state.scope,
-            statements=[(n, s.text, s.cites) for n, s in enumerate(reply.statements, start=1)],
+            statements=[(n, s.text, s.cites) for n, s in batch],
             blocks=[work.blocks[i] for i in ids if i in work.blocks],
         )
         text = self._call(work, "consolidate-verify", prompt, "verify")
+        by_number = dict(batch)
         try:
             data = _json_object(text)
             flagged = data.get("unsupported")
@@ -799,12 +838,12 @@ class _Run:
             for item in flagged:
                 number = int(item.get("statement", 0) if isinstance(item, dict) else item)
                 reason = str(item.get("reason", "")) if isinstance(item, dict) else ""
-                if not 1 <= number <= len(reply.statements):
-                    raise ValueError(f"statement {number} does not exist")
+                if number not in by_number:
+                    raise ValueError(f"statement {number} was not asked about")
                 problems.append(
                     CitationProblem(
                         "unsupported",
-                        reply.statements[number - 1].text,
+                        by_number[number].text,
                         f"the verifying call found statement {number} unsupported by its "
                         f"citations: {reason or 'no reason given'}",
                     )
