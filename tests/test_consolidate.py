@@ -148,6 +148,8 @@ def test_llm_synthesis_cites_its_sources_and_unchanged_inputs_cost_nothing(cli, 
     assert purposes() == ["consolidate"]
     assert "[" + ledger[0] + "]" in MockBackend.history[0][1]  # the entries were shown
     assert cli.json("consolidate")["calls"] == 0 and len(MockBackend.history) == 1
+    cli("verify")  # written like any entry: logged, hashed, indexed
+    cli("index", "--check")
     calls = read_calls(__import__("llm_wiki.wiki").wiki.Wiki(wiki_path))
     assert [(c["purpose"], c["scope"], c["ok"]) for c in calls] == [("consolidate", "shared", True)]
 
@@ -438,6 +440,26 @@ def test_a_large_domain_is_chunked_and_one_new_entry_costs_at_most_two_calls(
         assert out["cached_chunks"] >= out["chunks"] - 1
     sources = cli.json("show", out["id"])["sources"]
     assert big_domain[5] not in sources and big_domain[20] not in sources
+
+
+def test_a_large_domain_resumes_from_its_cached_chunks(cli, wiki_path, big_domain):
+    MockBackend.enqueue(*[good] * 3)
+    out = cli.json("consolidate", "--max-calls", "3")["domains"][0]
+    assert out["status"] == "waiting" and out["calls"] == 3 and "budget" in out["reason"]
+    assert synthesis_ids(cli) == []
+    MockBackend.reset()
+    bad = json.dumps({"statements": [{"text": "Adopt practice 99.", "cites": [big_domain[0]]}]})
+    MockBackend.enqueue(good, bad, bad)  # the next chunk invents a number, twice
+    out = cli.json("consolidate")["domains"][0]
+    assert out["status"] == "failed" and out["cached_chunks"] == 3
+    assert out["problems"][0]["kind"] in ("unsupported-number", "unknown-id")
+    assert purposes() == ["consolidate-chunk", "consolidate-chunk", "consolidate-repair"]
+    assert "Adopt practice 99." in (wiki_path / "synthesis-failures.md").read_text()
+    MockBackend.reset()
+    MockBackend.enqueue(*[good] * 100)
+    out = cli.json("consolidate")["domains"][0]
+    assert out["status"] == "written" and out["cached_chunks"] == 4
+    assert out["calls"] == out["chunks"] - 4 + 1
 
 
 def test_verifying_a_large_synthesis_is_batched_within_the_chunk_budget(cli, big_domain):
