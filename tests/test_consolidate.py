@@ -474,18 +474,34 @@ def test_verifying_a_large_synthesis_is_batched_within_the_chunk_budget(cli, big
     assert sorted(map(int, asked)) == list(range(1, out["statements"] + 1))
 
 
-def test_chunk_boundaries_depend_on_each_entry_alone():
+def test_chunk_boundaries_stay_in_step_when_an_entry_comes_or_goes():
+    import random
+
     from llm_wiki.consolidate import make_chunks
 
-    ids = [f"2026-03-{d:02d}-entry-{n}" for d in range(1, 29) for n in range(8)]
-    blocks = {i: "x" * 300 for i in ids}
-    before = make_chunks(ids, blocks, 1000)
-    assert len(before) > 10 and all(sum(100 for _ in c) <= 1000 for c in before)
-    changed = []
-    for k in range(0, len(ids), 7):
-        after = make_chunks(ids[:k] + ids[k + 1 :], blocks, 1000)
-        changed.append(len([c for c in after if c not in before]))
-    assert max(changed) <= 2 and sum(changed) / len(changed) <= 1.2
+    def greedy(ids, blocks, limit):  # the baseline: fill each chunk in order
+        out, size = [[]], 0
+        for i in ids:
+            if out[-1] and size + len(blocks[i]) // 3 > limit:
+                out, size = [*out, []], 0
+            out[-1].append(i)
+            size += len(blocks[i]) // 3
+        return out
+
+    rng = random.Random(5)
+    ids = [f"2026-03-{d:02d}-entry-{n}" for d in range(1, 29) for n in range(12)]
+    blocks = {i: "x" * rng.randint(240, 600) for i in ids}
+    changed: dict[str, list[int]] = {"content-defined": [], "fixed-size": []}
+    for name, chunker in (("content-defined", make_chunks), ("fixed-size", greedy)):
+        before = chunker(ids, blocks, 1500)
+        assert all(sum(len(blocks[i]) // 3 for i in c) <= 1500 for c in before)
+        for k in range(3, len(ids), 11):
+            blocks["2026-03-09-new"] = "y" * 400
+            for edited in (ids[:k] + ids[k + 1 :], [*ids[:k], "2026-03-09-new", *ids[k:]]):
+                after = chunker(edited, blocks, 1500)
+                changed[name].append(len([c for c in after if c not in before]))
+    mean = {name: sum(v) / len(v) for name, v in changed.items()}
+    assert mean["content-defined"] <= 2 and mean["content-defined"] * 2 < mean["fixed-size"]
 
 
 # --------------------------------------------------------------------------- stats

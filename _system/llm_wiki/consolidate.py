@@ -20,16 +20,18 @@ budget (``--max-calls``, ``--max-tokens``):
   ``origin: consolidated``, citing its sources and superseding the previous synthesis.
 
 Chunking. Entries are taken in (date, id) order; a chunk ends after an entry whose id hash, read
-as a number in [0, 1), is below ``tokens(entry) / (chunk_tokens / 2)``, or before an entry that
-would overflow ``chunk_tokens``. Whether an entry ends a chunk depends on that entry alone, not on
-its position: with fixed-size packing one insertion would shift every later boundary, and
-calendar buckets overflow in a busy month. So adding or superseding an entry changes one chunk
-(it splits one in two when the new entry itself ends a chunk). Notes are cached by chunk
-fingerprint; a chunk whose members all appear in cached notes (the old half of a split chunk, a
-chunk that lost a superseded member) reuses those notes minus any note citing an entry no longer
-active, and an entry only such a dropped note covered is shown whole to the combining call. Only
-the chunk holding the new entry is read again: one chunk call plus one combining call. The price:
-chunks average half the budget, so a first run makes about twice the calls of perfect packing.
+as a number in [0, 1), is below ``tokens(entry) / chunk_tokens``, or before an entry that would
+overflow ``chunk_tokens``. Whether an entry ends a chunk depends on that entry alone, not on its
+position: with fixed-size packing one back-dated entry would shift every later boundary, and
+calendar buckets overflow in a busy month. So an added or superseded entry changes one chunk,
+sometimes the next one too, until the boundaries fall into step again (1.65 chunks on average for
+an entry inserted mid-domain, against 4.8 for fixed-size packing; an entry dated today changes
+only the last chunk). Notes are cached by chunk fingerprint; a chunk whose members all appear in
+cached notes (one that lost a superseded member, or was shifted or split) reuses those notes
+minus any note citing an entry no longer active, and an entry only such a dropped note covered is
+shown whole to the combining call. Only the chunk holding the new entry is read again: one chunk
+call plus one combining call. The price: chunks fill about 60% of the budget, so a first run
+makes about 1.5 times the calls of perfect packing.
 """
 
 from __future__ import annotations
@@ -946,11 +948,11 @@ def make_chunks(ids: Sequence[str], blocks: dict[str, str], limit: int) -> list[
     """Cut ``ids`` (in (date, id) order) into chunks of at most ``limit`` tokens.
 
     A chunk ends after an entry whose id hash, read as a number in [0, 1), is below
-    ``tokens(entry) / (limit / 2)``: chunks average about half the limit, and whether an entry
-    ends one depends on that entry alone. A chunk that would outgrow the limit is cut before the
-    entry that does not fit (the only cut that depends on position).
+    ``tokens(entry) / limit``, so whether an entry ends one depends on that entry alone. A chunk
+    that would outgrow the limit is cut before the entry that does not fit (the only cut that
+    depends on position; the next content-defined end brings the boundaries back into step).
     """
-    target = max(1.0, limit / 2)
+    target = max(1.0, float(limit))
     chunks: list[list[str]] = []
     current: list[str] = []
     size = 0
