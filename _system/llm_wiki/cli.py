@@ -550,6 +550,7 @@ def wiki_consolidate(
 
     Example usage:
 
+    \b
         llm-wiki consolidate
         llm-wiki consolidate --domain ledger --dry-run
         llm-wiki consolidate --max-calls 10 --max-tokens 100000 --json
