@@ -895,22 +895,20 @@ def synthesis_body(reply: Reply, state: DomainState, method: str, backend: backe
             "",
         ]
     lines += [" ".join(reply.summary.split()), ""]
-    last = None
+    groups: dict[str, list[Statement]] = {}  # by topic, in the order topics first appear
     for topic, statement in zip(reply.topics, reply.statements, strict=True):
-        if topic != last:
-            lines += (
-                ["", f"## {topic or 'Findings'}", ""]
-                if last is not None
-                else [f"## {topic or 'Findings'}", ""]
-            )
-            last = topic
-        lines.append(f"- {' '.join(statement.text.split())} [{', '.join(statement.cites)}]")
+        groups.setdefault(topic or "Findings", []).append(statement)
+    for topic, statements in groups.items():
+        lines += [f"## {topic}", ""]
+        lines += [f"- {' '.join(s.text.split())} [{', '.join(s.cites)}]" for s in statements]
+        lines.append("")
     by = "extractively" if method == "extractive" else f"by {backend.name}/{backend.model}"
+    count = len(state.evidence)
     lines += [
-        "",
         "---",
-        f"Consolidated {by} from {len(state.evidence)} active entries of {state.key}. Each "
-        "statement cites the entries it rests on; this text is generated, never evidence.",
+        f"Consolidated {by} from {count} active {'entry' if count == 1 else 'entries'} of "
+        f"{state.key}. Each statement cites the entries it rests on; this text is generated, "
+        "never evidence.",
     ]
     return "\n".join(lines)
 
