@@ -87,3 +87,46 @@ def test_overlapping_job_exits_zero_and_says_so(wiki_path):
     proc = run_script("wiki-index", env={"LLM_WIKI_DIR": wiki_path})
     assert proc.returncode == 0 and "stale lock" in proc.stderr and "Indexed" in proc.stdout
     assert not lock.exists()
+
+
+def use_backend(wiki_path, name):
+    path = wiki_path / "settings.yaml"
+    text = path.read_text().replace("backend: offline", f"backend: {name}")
+    path.write_text(text.replace("retry_wait_seconds: 2", "retry_wait_seconds: 0"))
+
+
+def test_wiki_consolidate_runs_the_configured_backend(wiki_path):
+    cli = Cli(wiki_path)
+    for summary in ("Keep the ledger in Postgres", "Partition postings by month"):
+        cli(
+            "write", "--type", "incident", "--domain", "ledger", "--tag", "db", "--summary", summary
+        )
+    use_backend(wiki_path, "mock")
+    env = {"LLM_WIKI_DIR": wiki_path, "LLM_WIKI_MOCK_FILE": REPO / "tests" / "mock_llm.py"}
+    proc = run_script("wiki-consolidate", env=env)
+    assert proc.returncode == 0, proc.stderr
+    assert "written   shared/ledger" in proc.stdout and "1 LLM call" in proc.stdout
+    assert len(STAMP.findall(proc.stderr)) >= 2 and "done (exit 0)" in proc.stderr
+    proc = run_script("wiki-consolidate", env=env)
+    assert proc.returncode == 0 and "0 LLM calls" in proc.stdout
+
+
+def test_wiki_consolidate_fails_loudly_when_the_backend_is_unusable(wiki_path):
+    cli = Cli(wiki_path)
+    cli("write", "--type", "incident", "--domain", "ledger", "--summary", "Disk full on db-1")
+    use_backend(wiki_path, "anthropic")  # no ANTHROPIC_API_KEY under env -i
+    proc = run_script("wiki-consolidate", env={"LLM_WIKI_DIR": wiki_path})
+    assert proc.returncode != 0
+    errors = [ln for ln in proc.stderr.splitlines() if " ERROR: " in ln]
+    assert errors and STAMP.match(errors[0]) and "anthropic" in errors[0], proc.stderr
+    assert f"done (exit {proc.returncode})" in proc.stderr
+    listed = cli.json("list", "--type", "synthesis")
+    assert listed["total"] == 0  # nothing written, no offline fallback
+
+
+def test_wiki_consolidate_skips_a_run_that_overlaps(wiki_path):
+    lock = wiki_path / ".llm-wiki/jobs/wiki-consolidate.lock"
+    lock.mkdir(parents=True)
+    (lock / "pid").write_text(str(os.getpid()))
+    proc = run_script("wiki-consolidate", env={"LLM_WIKI_DIR": wiki_path})
+    assert proc.returncode == 0 and "holds the lock" in proc.stderr

@@ -454,7 +454,7 @@ def wiki_verify(as_json: bool, wiki_path: str | None, reader: str | None) -> Non
 @_json_option
 @_wiki_options
 def wiki_stats(as_json: bool, wiki_path: str | None, reader: str | None) -> None:
-    """Counts by type, domain, status, scope and origin.
+    """Counts by type, domain, status, scope and origin; LLM calls and tokens by purpose and day.
 
     Example usage:
 
@@ -479,6 +479,122 @@ def wiki_stats(as_json: bool, wiki_path: str | None, reader: str | None) -> None
             click.echo(f"  by {title}: " + ", ".join(f"{k} {v}" for k, v in counts.items()))
     if stats.archived:
         click.echo(f"  archived: {stats.archived}")
+    llm = stats.extra.get("llm") or {}
+    if llm.get("calls"):
+        failed = f" ({llm['failed']} failed)" if llm.get("failed") else ""
+        click.echo(
+            f"  LLM: {llm['calls']} calls{failed}, {llm['tokens_in']:,} tokens in, "
+            f"{llm['tokens_out']:,} out"
+        )
+        for title, groups in (
+            ("purpose", llm["by_purpose"]),
+            ("day", dict(list(llm["by_day"].items())[-7:])),
+        ):
+            click.echo(
+                f"    by {title}: "
+                + ", ".join(
+                    f"{k} {v['calls']} calls/{v['tokens_in'] + v['tokens_out']:,} tokens"
+                    for k, v in groups.items()
+                )
+            )
+
+
+# ---- consolidate
+
+
+@cli.command(name="consolidate")
+@click.option("--domain", help="Only this domain (in every scope you may write).")
+@click.option(
+    "--all",
+    "all_domains",
+    is_flag=True,
+    help="Rewrite every domain, even those up to date, ignoring cached chunk notes.",
+)
+@click.option(
+    "--max-calls",
+    type=click.IntRange(min=0),
+    help="LLM calls this run may make; default settings.yaml consolidate.max_calls.",
+)
+@click.option(
+    "--max-tokens",
+    type=click.IntRange(min=0),
+    help="Tokens this run may spend; default settings.yaml consolidate.max_tokens.",
+)
+@click.option(
+    "--verify-with-llm",
+    is_flag=True,
+    help="A second call checks that each statement is supported by its citations.",
+)
+@click.option(
+    "--dry-run", is_flag=True, help="Show what would be done and its cost; call and write nothing."
+)
+@_json_option
+@_wiki_options
+def wiki_consolidate(
+    domain: str | None,
+    all_domains: bool,
+    max_calls: int | None,
+    max_tokens: int | None,
+    verify_with_llm: bool,
+    dry_run: bool,
+    as_json: bool,
+    wiki_path: str | None,
+    reader: str | None,
+) -> None:
+    """Rewrite each out-of-date domain as one cited synthesis (the nightly job).
+
+    A domain is out of date when its active entries differ from those its current synthesis
+    was made from. Uses the backend in settings.yaml (offline: extractive syntheses); every
+    statement must cite the entries it rests on, or the attempt is recorded in
+    synthesis-failures.md. Exits 1 when the backend is unusable or fails.
+
+    Example usage:
+
+    \b
+        llm-wiki consolidate
+        llm-wiki consolidate --domain ledger --dry-run
+        llm-wiki consolidate --max-calls 10 --max-tokens 100000 --json
+    """
+    from llm_wiki.consolidate import consolidate
+
+    wiki, viewer = _context(wiki_path, reader)
+    result = consolidate(
+        wiki,
+        viewer,
+        domain=domain,
+        all_domains=all_domains,
+        max_calls=max_calls,
+        max_tokens=max_tokens,
+        dry_run=dry_run,
+        verify_with_llm=True if verify_with_llm else None,
+    )
+    if as_json:
+        _print_json(result.to_dict())
+    else:
+        for d in result.domains:
+            cost = f"{_n(d.calls, 'call')}, {d.tokens:,} tokens"
+            what = (d.id or "") if d.status == "written" else d.reason
+            if d.status == "failed":
+                what += " (recorded in synthesis-failures.md)"
+            click.echo(f"{d.status:<9} {d.scope}/{d.domain}  {what}  ({cost})")
+        counts = ", ".join(
+            f"{result.count(s)} {s}"
+            for s in ("written", "skipped", "failed", "waiting", "planned")
+            if result.count(s)
+        )
+        verb = "Would consolidate" if dry_run else "Consolidated"
+        click.echo(
+            f"{verb} with {result.backend}/{result.model} ({result.method}): "
+            f"{counts or 'nothing to do'}; {result.up_to_date} up to date; "
+            f"{_n(result.calls, 'LLM call')}, {result.tokens:,} tokens"
+            + (" (estimated)." if dry_run else ".")
+        )
+    if result.error:
+        raise WikiError(f"{result.error}; the domains left wait for the next run.")
+
+
+def _n(count: int, word: str) -> str:
+    return f"{count} {word}{'' if count == 1 else 's'}"
 
 
 # ---- archive and sync

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 from typing import Any
 
@@ -10,7 +11,7 @@ from llm_wiki.access import Viewer
 from llm_wiki.catalog import Row, read_catalog
 from llm_wiki.entries import Entry, decode_text, parse_entry
 from llm_wiki.errors import NotFound
-from llm_wiki.stats import Stats, entry_stats
+from llm_wiki.stats import Stats, entry_stats, llm_usage
 from llm_wiki.wiki import Wiki
 
 
@@ -82,4 +83,5 @@ def list_entries(
 
 def wiki_stats(wiki: Wiki, viewer: Viewer) -> Stats:
     with read_catalog(wiki) as catalog:
-        return entry_stats(wiki, catalog, viewer)
+        stats = entry_stats(wiki, catalog, viewer)
+    return dataclasses.replace(stats, extra={**stats.extra, "llm": llm_usage(wiki, viewer)})

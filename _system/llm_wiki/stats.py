@@ -64,3 +64,39 @@ def entry_stats(wiki: Wiki, catalog: Catalog, viewer: Viewer) -> Stats:
         first=first,
         latest=latest,
     )
+
+
+def llm_usage(wiki: Wiki, viewer: Viewer) -> dict[str, Any]:
+    """LLM calls and tokens from .llm-wiki/llm-calls.jsonl, in total, by purpose and by day.
+
+    Only calls made for scopes the viewer may read count (calls without a scope: only for a
+    viewer who sees everything).
+    """
+    from llm_wiki.backends import read_calls
+
+    def bucket() -> dict[str, int]:
+        return {"calls": 0, "failed": 0, "tokens_in": 0, "tokens_out": 0}
+
+    total = bucket()
+    by_purpose: dict[str, dict[str, int]] = {}
+    by_day: dict[str, dict[str, int]] = {}
+    for call in read_calls(wiki):
+        scope = str(call.get("scope") or "")
+        if not (viewer.can_read(scope) if scope else viewer.sees_all):
+            continue
+        purpose = str(call.get("purpose") or "other")
+        day = str(call.get("time") or "")[:10] or "unknown"
+        for group in (
+            total,
+            by_purpose.setdefault(purpose, bucket()),
+            by_day.setdefault(day, bucket()),
+        ):
+            group["calls"] += 1
+            group["failed"] += 0 if call.get("ok", True) else 1
+            group["tokens_in"] += int(call.get("tokens_in") or 0)
+            group["tokens_out"] += int(call.get("tokens_out") or 0)
+    return {
+        **total,
+        "by_purpose": dict(sorted(by_purpose.items())),
+        "by_day": dict(sorted(by_day.items())),
+    }

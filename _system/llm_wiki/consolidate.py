@@ -1,0 +1,1247 @@
+"""The nightly consolidation: each out-of-date (scope, domain) becomes one current synthesis.
+
+A write never calls an LLM; it only changes the inputs of its (scope, domain). Whether a domain
+is out of date is **derived**, never stored: the fingerprint of its active evidence entries (ids
+and file hashes; generated entries are never evidence) is compared with the fingerprint recorded
+on its current synthesis (``input_fingerprint``) and with the last SKIP logged in log.md for it.
+A fresh clone, another machine or a deleted ``.llm-wiki/`` computes the same answer.
+
+For each out-of-date domain, in an order that serves scopes round-robin within the run's
+budget (``--max-calls``, ``--max-tokens``):
+
+- a domain whose entries fit ``consolidate.chunk_tokens`` costs one call; a larger one is cut into
+  chunks, each chunk's notes are cached under ``.llm-wiki/consolidate/`` by the chunk's
+  fingerprint, and one combining call turns the notes into the synthesis;
+- the reply is either SKIP (a line in log.md, no entry) or a synthesis whose statements each
+  cite entries. :mod:`llm_wiki.citations` checks it, failing closed; one repair attempt gets the
+  reasons; a second failure is recorded in ``synthesis-failures.md`` and the domain stays out of
+  date (the previous synthesis stays current);
+- a passing synthesis is written through :func:`store.write_entry` as ``type: synthesis``,
+  ``origin: consolidated``, citing its sources and superseding the previous synthesis.
+
+Chunking. Entries are taken in (date, id) order; a chunk ends after an entry whose id hash, read
+as a number in [0, 1), is below ``tokens(entry) / chunk_tokens``, or before an entry that would
+overflow ``chunk_tokens``. Whether an entry ends a chunk depends on that entry alone, not on its
+position: with fixed-size packing one back-dated entry would shift every later boundary, and
+calendar buckets overflow in a busy month. So an added or superseded entry changes one chunk,
+sometimes the next one too, until the boundaries fall into step again (1.65 chunks on average for
+an entry inserted mid-domain, against 4.8 for fixed-size packing; an entry dated today changes
+only the last chunk). Notes are cached by chunk fingerprint; a chunk whose members all appear in
+cached notes (one that lost a superseded member, or was shifted or split) reuses those notes
+minus any note citing an entry no longer active, and an entry only such a dropped note covered is
+shown whole to the combining call. Only the chunk holding the new entry is read again: one chunk
+call plus one combining call. The price: chunks fill about 60% of the budget, so a first run
+makes about 1.5 times the calls of perfect packing.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import hashlib
+import json
+import os
+import re
+import time
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from llm_wiki import backends, clock, store
+from llm_wiki.access import Viewer, walls_on
+from llm_wiki.catalog import Row, read_catalog
+from llm_wiki.citations import (
+    CitationProblem,
+    Evidence,
+    Statement,
+    check_facts,
+    check_statements,
+    cited_ids,
+    evidence_from_entry,
+)
+from llm_wiki.entries import Entry, check_entry, slugify
+from llm_wiki.errors import BackendFailed, BackendUnavailable, InvalidInput, WikiError
+from llm_wiki.reads import read_entry
+from llm_wiki.wiki import TEMPLATES, Wiki
+
+FORMAT = "1"  # part of every chunk fingerprint: bump when a chunk's notes would mean otherwise
+FINGERPRINT_FIELD = "input_fingerprint"
+SKIP_OP = "consolidate-skip"
+FAILURES_FILE = "synthesis-failures.md"
+BODY_CHARS = 1500  # of an entry's body shown in a prompt
+PREVIOUS_CHARS = 4000  # of the previous synthesis shown as context
+MAX_NOTES = 12  # statements per chunk
+OUT_TOKENS = {"final": 4096, "chunk": 2048, "verify": 1024}
+DEFAULTS = {
+    "max_calls": 40,
+    "max_tokens": 400_000,
+    "chunk_tokens": 6000,
+    "retries": 1,
+    "retry_wait_seconds": 2,
+    "verify_with_llm": False,
+}
+
+
+# --------------------------------------------------------------------------- state of a domain
+
+
+@dataclass(frozen=True)
+class DomainState:
+    """What the files say about one (scope, domain): its evidence and its current synthesis."""
+
+    scope: str
+    domain: str
+    evidence: tuple[Row, ...]  # active, not generated; (date, id) order
+    current: tuple[Row, ...]  # current consolidated syntheses, newest first
+    fingerprint: str
+    recorded: str | None  # input_fingerprint of the newest current synthesis
+    method: str | None  # its method: llm | extractive
+    skipped: str | None  # fingerprint of the last SKIP logged for this domain
+    last_attempt: str = ""  # newest of the synthesis date and the last recorded failure
+
+    @property
+    def key(self) -> str:
+        return f"{self.scope}/{self.domain}"
+
+    def out_of_date(self, *, llm: bool) -> str | None:
+        """Why this domain needs work, or None when it is up to date."""
+        if self.fingerprint == self.recorded:
+            if llm and self.method == "extractive":
+                return "its synthesis is extractive and an LLM backend is configured"
+            return None
+        if self.fingerprint == self.skipped:
+            return None
+        if not self.current:
+            return "no synthesis yet"
+        if self.recorded is None:
+            return f"its synthesis {self.current[0].id} records no input fingerprint"
+        return f"its entries changed since {self.current[0].id}"
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "scope": self.scope,
+            "domain": self.domain,
+            "entries": len(self.evidence),
+            "synthesis": self.current[0].id if self.current else None,
+            "fingerprint": self.fingerprint,
+            "recorded": self.recorded,
+        }
+
+
+def fingerprint(rows: Iterable[Row]) -> str:
+    """sha256 over the sorted (id, file sha256) of ``rows``: what the inputs are, exactly."""
+    digest = hashlib.sha256()
+    for entry_id, sha in sorted((r.id, r.sha256) for r in rows):
+        digest.update(f"{entry_id} {sha}\n".encode())
+    return digest.hexdigest()
+
+
+def domain_states(wiki: Wiki, viewer: Viewer) -> list[DomainState]:
+    """Every (scope, domain) the viewer may write that has evidence or a synthesis."""
+    with read_catalog(wiki) as catalog:
+        rows = catalog.rows(viewer, status="active")
+    evidence: dict[tuple[str, str], list[Row]] = {}
+    current: dict[tuple[str, str], list[Row]] = {}
+    for row in rows:
+        if not viewer.can_write(row.scope):
+            continue
+        key = (row.scope, row.domain)
+        if row.type == "synthesis" and row.origin == "consolidated":
+            current.setdefault(key, []).append(row)
+        elif not row.is_generated:
+            evidence.setdefault(key, []).append(row)
+    skipped = _logged_skips(wiki)
+    failed = _last_failures(wiki)
+    states = []
+    for key in sorted(set(evidence) | set(current)):
+        mine = sorted(evidence.get(key, ()), key=lambda r: (r.date, r.id))
+        syntheses = sorted(current.get(key, ()), key=lambda r: (r.date, r.id), reverse=True)
+        recorded = method = None
+        if syntheses:
+            entry, _ = read_entry(wiki, syntheses[0])
+            value = entry.get_extra(FINGERPRINT_FIELD)
+            recorded = str(value) if value else None
+            method = str(entry.get_extra("method") or "") or None
+        attempts = [syntheses[0].date if syntheses else "", failed.get(key, "")]
+        states.append(
+            DomainState(
+                scope=key[0],
+                domain=key[1],
+                evidence=tuple(mine),
+                current=tuple(syntheses),
+                fingerprint=fingerprint(mine),
+                recorded=recorded,
+                method=method,
+                skipped=skipped.get(key),
+                last_attempt=max(attempts),
+            )
+        )
+    return states
+
+
+def _logged_skips(wiki: Wiki) -> dict[tuple[str, str], str]:
+    skips: dict[tuple[str, str], str] = {}
+    for _, line in store.read_log(wiki):
+        if line.op == SKIP_OP and line.subject:
+            skips[(line.fields.get("scope", ""), line.subject)] = line.fields.get("fingerprint", "")
+    return skips
+
+
+# --------------------------------------------------------------------------- results
+
+
+@dataclass(frozen=True)
+class DomainResult:
+    scope: str
+    domain: str
+    status: str  # written | skipped | failed | waiting (budget, backend) | planned (dry run)
+    reason: str = ""
+    entries: int = 0
+    chunks: int = 0
+    cached_chunks: int = 0
+    calls: int = 0
+    tokens: int = 0
+    id: str | None = None
+    path: str | None = None
+    supersedes: tuple[str, ...] = ()
+    statements: int = 0
+    check_ms: float = 0.0
+    problems: tuple[CitationProblem, ...] = ()  # why it failed, statement by statement
+
+    def to_dict(self) -> dict[str, Any]:
+        data = dataclasses.asdict(self)
+        data["supersedes"] = list(self.supersedes)
+        data["problems"] = [p.to_dict() for p in self.problems]
+        data["check_ms"] = round(self.check_ms, 3)
+        return data
+
+
+@dataclass(frozen=True)
+class ConsolidateResult:
+    backend: str
+    model: str
+    method: str  # llm | extractive
+    dry_run: bool
+    max_calls: int
+    max_tokens: int
+    calls: int
+    tokens: int
+    domains: tuple[DomainResult, ...]
+    up_to_date: int
+    error: str | None = None  # the backend failed: the run stopped
+
+    def count(self, status: str) -> int:
+        return sum(1 for d in self.domains if d.status == status)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "backend": self.backend,
+            "model": self.model,
+            "method": self.method,
+            "dry_run": self.dry_run,
+            "budget": {"max_calls": self.max_calls, "max_tokens": self.max_tokens},
+            "calls": self.calls,
+            "tokens": self.tokens,
+            "up_to_date": self.up_to_date,
+            "error": self.error,
+            "domains": [d.to_dict() for d in self.domains],
+        }
+
+
+# --------------------------------------------------------------------------- the run
+
+
+def consolidate(
+    wiki: Wiki,
+    viewer: Viewer,
+    *,
+    domain: str | None = None,
+    all_domains: bool = False,
+    max_calls: int | None = None,
+    max_tokens: int | None = None,
+    dry_run: bool = False,
+    verify_with_llm: bool | None = None,
+    backend: backends.Backend | None = None,
+) -> ConsolidateResult:
+    """Bring out-of-date domains up to date (``all_domains``: every domain, from scratch).
+
+    Uses the backend configured for the wiki; an unusable one raises BackendUnavailable before
+    anything is done (it never falls back to offline). An offline backend writes extractive
+    syntheses.
+    """
+    backend = backend or backends.get_backend(wiki)
+    backend.check()
+    settings = _settings(wiki)
+    budget = _Budget(
+        int(max_calls if max_calls is not None else settings["max_calls"]),
+        int(max_tokens if max_tokens is not None else settings["max_tokens"]),
+    )
+    if budget.max_calls < 0 or budget.max_tokens < 0:
+        raise InvalidInput("--max-calls and --max-tokens must be 0 or more.")
+    verify = bool(settings["verify_with_llm"] if verify_with_llm is None else verify_with_llm)
+    run = _Run(
+        wiki, viewer, backend, budget, settings, verify=verify, dry_run=dry_run, force=all_domains
+    )
+    if dry_run:
+        return run.execute(_select(wiki, viewer, domain, all_domains, backend.is_llm))
+    with store.locked(wiki, "consolidate", blocking=False) as got:
+        if not got:
+            raise WikiError(
+                "another `llm-wiki consolidate` is running on this wiki; let it finish, or run "
+                "again later."
+            )
+        return run.execute(_select(wiki, viewer, domain, all_domains, backend.is_llm))
+
+
+def _settings(wiki: Wiki) -> dict[str, Any]:
+    return {key: wiki.settings.get(f"consolidate.{key}", value) for key, value in DEFAULTS.items()}
+
+
+@dataclass(frozen=True)
+class _Selection:
+    work: tuple[tuple[DomainState, str], ...]  # in serving order, with why each needs work
+    up_to_date: tuple[DomainState, ...]
+
+
+def _select(wiki: Wiki, viewer: Viewer, domain: str | None, force: bool, llm: bool) -> _Selection:
+    states = domain_states(wiki, viewer)
+    if domain is not None:
+        states = [s for s in states if s.domain == domain]
+        if not states:
+            raise InvalidInput(
+                f"no domain {domain!r} with entries you may consolidate; see the domains with "
+                "`llm-wiki stats`."
+            )
+    work: dict[str, list[tuple[DomainState, str]]] = {}
+    fresh = []
+    for state in sorted(states, key=lambda s: (s.last_attempt, s.domain)):
+        reason = "all domains requested (--all)" if force else state.out_of_date(llm=llm)
+        if reason is None:
+            fresh.append(state)
+        else:
+            work.setdefault(state.scope, []).append((state, reason))
+    return _Selection(tuple(round_robin(work)), tuple(fresh))
+
+
+def round_robin(queues: dict[str, list[Any]]) -> list[Any]:
+    """One item of each scope in turn (scopes in name order), so no scope starves the rest."""
+    out: list[Any] = []
+    lists = [list(queues[k]) for k in sorted(queues)]
+    depth = max((len(q) for q in lists), default=0)
+    for i in range(depth):
+        out.extend(q[i] for q in lists if i < len(q))
+    return out
+
+
+class _OutOfBudget(Exception):
+    pass
+
+
+class _BackendDown(Exception):
+    def __init__(self, message: str) -> None:
+        super().__init__(message)
+        self.message = message
+
+
+class _Failed(Exception):
+    def __init__(self, problems: Sequence[CitationProblem], attempts: int) -> None:
+        super().__init__(problems[0].detail if problems else "failed")
+        self.problems = tuple(problems)
+        self.attempts = attempts
+
+
+@dataclass
+class _Budget:
+    max_calls: int
+    max_tokens: int
+    calls: int = 0
+    tokens: int = 0
+
+    def fits(self, tokens: int) -> bool:
+        return self.calls < self.max_calls and self.tokens + tokens <= self.max_tokens
+
+    def left(self) -> str:
+        return f"{self.max_calls - self.calls} calls, {self.max_tokens - self.tokens} tokens left"
+
+
+@dataclass
+class _Tally:
+    """What one domain cost."""
+
+    calls: int = 0
+    tokens: int = 0
+    check_s: float = 0.0
+    chunks: int = 0
+    cached: int = 0
+
+
+@dataclass(frozen=True)
+class Reply:
+    """A parsed LLM reply: SKIP with a reason, or statements (with topics) and a title."""
+
+    skip: str | None = None
+    title: str = ""
+    summary: str = ""
+    statements: tuple[Statement, ...] = ()
+    topics: tuple[str, ...] = ()
+
+
+@dataclass
+class _Domain:
+    """One domain being consolidated: its entries as evidence, its previous synthesis."""
+
+    state: DomainState
+    entries: list[Entry]
+    evidence: dict[str, Evidence]
+    blocks: dict[str, str]
+    previous: Entry | None
+    tally: _Tally = field(default_factory=_Tally)
+    cache: _ChunkCache | None = None
+
+    @functools.cached_property
+    def sha(self) -> dict[str, str]:
+        return {r.id: r.sha256 for r in self.state.evidence}
+
+
+class _Run:
+    def __init__(
+        self,
+        wiki: Wiki,
+        viewer: Viewer,
+        backend: backends.Backend,
+        budget: _Budget,
+        settings: dict[str, Any],
+        *,
+        verify: bool,
+        dry_run: bool,
+        force: bool,
+    ) -> None:
+        self.wiki = wiki
+        self.viewer = viewer
+        self.backend = backend
+        self.budget = budget
+        self.settings = settings
+        self.verify = verify
+        self.dry_run = dry_run
+        self.force = force
+        self.chunk_tokens = max(200, int(settings["chunk_tokens"]))
+        self.system = render_prompt("consolidate_system.j2") if backend.is_llm else ""
+        self.error: str | None = None  # set when the backend fails: the run stops
+
+    # -- the whole run
+    def execute(self, selection: _Selection) -> ConsolidateResult:
+        results: list[DomainResult] = []
+        for state, reason in selection.work:
+            if self.error is not None:
+                results.append(self._result(state, "waiting", "the backend failed earlier"))
+            elif self.backend.is_llm and self.budget.calls >= self.budget.max_calls:
+                results.append(self._result(state, "waiting", f"budget ({self.budget.left()})"))
+            else:
+                results.append(self.domain(state, reason))
+        return ConsolidateResult(
+            backend=self.backend.name,
+            model=self.backend.model,
+            method="llm" if self.backend.is_llm else "extractive",
+            dry_run=self.dry_run,
+            max_calls=self.budget.max_calls,
+            max_tokens=self.budget.max_tokens,
+            calls=self.budget.calls,
+            tokens=self.budget.tokens,
+            domains=tuple(results),
+            up_to_date=len(selection.up_to_date),
+            error=self.error,
+        )
+
+    def _result(self, state: DomainState, status: str, reason: str, **kw: Any) -> DomainResult:
+        return DomainResult(state.scope, state.domain, status, reason, len(state.evidence), **kw)
+
+    # -- one domain
+    def domain(self, state: DomainState, why: str) -> DomainResult:
+        if not state.evidence:
+            return self._skip(state, "no active evidence entries", _Tally(), why)
+        work = self._load(state)
+        tally = work.tally
+        try:
+            reply = self._synthesise(work) if self.backend.is_llm else self._extractive(work)
+        except _OutOfBudget:
+            return self._result(
+                state,
+                "waiting",
+                f"budget ({self.budget.left()})",
+                chunks=tally.chunks,
+                cached_chunks=tally.cached,
+                calls=tally.calls,
+                tokens=tally.tokens,
+            )
+        except _Failed as exc:
+            return self._failed(state, exc.problems, tally=tally, attempts=exc.attempts)
+        except _BackendDown as exc:
+            self.error = f"the {self.backend.name} backend failed: {exc.message}"
+            problem = CitationProblem("backend-failed", "", exc.message)
+            return self._failed(state, (problem,), tally=tally)
+        if reply is None or self.dry_run:  # dry run: every call this domain needs was counted
+            return self._result(
+                state,
+                "planned",
+                why,
+                chunks=tally.chunks,
+                cached_chunks=tally.cached,
+                calls=tally.calls,
+                tokens=tally.tokens,
+            )
+        if reply.skip is not None:
+            return self._skip(state, reply.skip, tally, why)
+        entry = self._entry(work, reply)
+        try:
+            result = store.write_entry(self.wiki, entry, viewer=self.viewer)
+        except WikiError as exc:  # e.g. its previous synthesis vanished meanwhile
+            problem = CitationProblem("invalid-entry", "", exc.message)
+            return self._failed(state, (problem,), tally=tally, attempts=1)
+        if work.cache is not None:
+            work.cache.prune(self._chunk_keys(work))
+        return self._result(
+            state,
+            "written",
+            why,
+            chunks=tally.chunks,
+            cached_chunks=tally.cached,
+            calls=tally.calls,
+            tokens=tally.tokens,
+            id=result.id,
+            path=result.path,
+            supersedes=entry.supersedes,
+            statements=len(reply.statements),
+            check_ms=tally.check_s * 1000,
+        )
+
+    def _load(self, state: DomainState) -> _Domain:
+        entries = [read_entry(self.wiki, row)[0] for row in state.evidence]
+        evidence = {e.id: evidence_from_entry(e) for e in entries}
+        previous = read_entry(self.wiki, state.current[0])[0] if state.current else None
+        for old in state.current:  # context, never evidence: citing one reads as "generated"
+            evidence[old.id] = Evidence(old.id, old.scope, old.origin, old.summary)
+        blocks = {e.id: entry_block(e) for e in entries}
+        return _Domain(state, entries, evidence, blocks, previous)
+
+    def _skip(self, state: DomainState, reason: str, tally: _Tally, why: str) -> DomainResult:
+        reason = " ".join(reason.split())[:300] or "the model saw nothing worth synthesising"
+        if not self.dry_run:
+            store.log_op(
+                self.wiki,
+                SKIP_OP,
+                state.domain,
+                scope=state.scope,
+                fingerprint=state.fingerprint,
+                reason=reason,
+            )
+        return self._result(
+            state,
+            "skipped" if not self.dry_run else "planned",
+            reason if not self.dry_run else why,
+            chunks=tally.chunks,
+            cached_chunks=tally.cached,
+            calls=tally.calls,
+            tokens=tally.tokens,
+            check_ms=tally.check_s * 1000,
+        )
+
+    def _failed(
+        self,
+        state: DomainState,
+        problems: Sequence[CitationProblem],
+        *,
+        tally: _Tally,
+        attempts: int = 0,
+    ) -> DomainResult:
+        if not self.dry_run:
+            record_failure(self.wiki, state, problems, attempts=attempts, method=self.backend.name)
+        return self._result(
+            state,
+            "failed",
+            f"{problems[0].kind}: {problems[0].detail}",
+            problems=tuple(problems),
+            chunks=tally.chunks,
+            cached_chunks=tally.cached,
+            calls=tally.calls,
+            tokens=tally.tokens,
+            check_ms=tally.check_s * 1000,
+        )
+
+    # -- extractive (offline)
+    def _extractive(self, work: _Domain) -> Reply:
+        """One cited statement per active entry (its own summary), grouped by tag."""
+        groups: dict[str, list[Entry]] = {}
+        for entry in work.entries:
+            groups.setdefault(entry.tags[0] if entry.tags else "", []).append(entry)
+        statements, topics = [], []
+        for topic in sorted(groups, key=lambda t: (t == "", t)):
+            for entry in groups[topic]:
+                statements.append(Statement(entry.summary, (entry.id,)))
+                topics.append(topic or "other")
+        reply = Reply(
+            title=f"{work.state.domain}: its active entries by tag",
+            summary=(
+                f"The {work.state.domain} domain's active entries, one statement each, grouped "
+                "by tag (an extractive synthesis, made without an LLM)."
+            ),
+            statements=tuple(statements),
+            topics=tuple(topics),
+        )
+        problems = self._check_final(work, reply)
+        if problems:
+            raise _Failed(problems, attempts=1)
+        return reply
+
+    # -- with an LLM
+    def _synthesise(self, work: _Domain) -> Reply | None:
+        ids = [e.id for e in work.entries]
+        total = sum(backends.estimate_tokens(work.blocks[i]) for i in ids)
+        previous = _previous_text(work.previous)
+        if total <= self.chunk_tokens:
+            work.tally.chunks = 1
+            prompt = render_prompt(
+                "consolidate_domain.j2",
+                domain=work.state.domain,
+                scope=work.state.scope,
+                blocks=[work.blocks[i] for i in ids],
+                previous=previous,
+            )
+            return self._ask(work, "consolidate", prompt, "final", self._check_final)
+        chunks = make_chunks(ids, work.blocks, self.chunk_tokens)
+        work.tally.chunks = len(chunks)
+        cache = work.cache = _ChunkCache(self.wiki, work.state.scope, work.state.domain)
+        active = set(ids)
+        notes: dict[tuple[str, tuple[str, ...]], tuple[str, Statement]] = {}
+        leftovers: list[str] = []  # entries whose notes were dropped: shown whole to the combiner
+        missing = False
+        for number, members in enumerate(chunks, start=1):
+            key = self._chunk_key(work, members)
+            hit = None if self.force else cache.find(key, members, active, keep=not self.dry_run)
+            if hit is not None:
+                work.tally.cached += 1
+                found, lost = hit
+                leftovers += lost
+            else:
+                prompt = render_prompt(
+                    "consolidate_chunk.j2",
+                    domain=work.state.domain,
+                    scope=work.state.scope,
+                    part=number,
+                    parts=len(chunks),
+                    blocks=[work.blocks[i] for i in members],
+                    max_notes=MAX_NOTES,
+                )
+                allowed = {i: work.evidence[i] for i in members}
+                check = functools.partial(self._check_notes, allowed=allowed)
+                reply = self._ask(work, "consolidate-chunk", prompt, "chunk", check)
+                if reply is None:
+                    missing = True
+                    continue
+                found = list(zip(reply.topics, reply.statements, strict=True))
+                cache.put(key, members, found)
+            for topic, statement in found:
+                notes.setdefault((statement.text, statement.cites), (topic, statement))
+        if not self.dry_run:
+            cache.flush()
+        if missing:  # dry run: the combining call's prompt is not known yet; estimate it
+            guess = backends.estimate_tokens(previous) + 60 * MAX_NOTES * len(chunks)
+            self._dry_call(work, guess, "final")
+            return None
+        prompt = render_prompt(
+            "consolidate_combine.j2",
+            domain=work.state.domain,
+            scope=work.state.scope,
+            entries=len(ids),
+            parts=len(chunks),
+            notes=[(topic, s.text, s.cites) for topic, s in notes.values()],
+            leftovers=[work.blocks[i] for i in ids if i in set(leftovers)],
+            previous=previous,
+        )
+        return self._ask(work, "consolidate-combine", prompt, "final", self._check_final)
+
+    def _chunk_key(self, work: _Domain, members: Sequence[str]) -> str:
+        """The chunk's fingerprint: its members' ids and file hashes, and the notes' format."""
+        digest = hashlib.sha256(f"chunk {FORMAT}\n".encode())
+        for entry_id in members:
+            digest.update(f"{entry_id} {work.sha[entry_id]}\n".encode())
+        return digest.hexdigest()
+
+    def _chunk_keys(self, work: _Domain) -> set[str]:
+        ids = [e.id for e in work.entries]
+        return {self._chunk_key(work, m) for m in make_chunks(ids, work.blocks, self.chunk_tokens)}
+
+    def _ask(
+        self,
+        work: _Domain,
+        purpose: str,
+        prompt: str,
+        kind: str,
+        check: Callable[[_Domain, Reply], list[CitationProblem]],
+    ) -> Reply | None:
+        """One call, checked; one repair with the reasons; else _Failed. None in a dry run."""
+        if self.dry_run:
+            self._dry_call(work, backends.estimate_tokens(prompt), kind)
+            return None
+        text = self._call(work, purpose, prompt, kind)
+        reply, problems = self._judge(work, text, check, kind)
+        if not problems:
+            return reply
+        repair = render_prompt(
+            "consolidate_repair.j2", prompt=prompt, reply=text.strip(), problems=problems
+        )
+        text = self._call(work, "consolidate-repair", repair, kind)
+        reply, problems = self._judge(work, text, check, kind)
+        if problems:
+            raise _Failed(problems, attempts=2)
+        return reply
+
+    def _judge(
+        self,
+        work: _Domain,
+        text: str,
+        check: Callable[[_Domain, Reply], list[CitationProblem]],
+        kind: str,
+    ) -> tuple[Reply, list[CitationProblem]]:
+        try:
+            reply = parse_reply(text, final=kind == "final")
+        except ValueError as exc:
+            return Reply(), [CitationProblem("malformed", "", str(exc))]
+        problems = check(work, reply)
+        if not problems and kind == "final" and self.verify and reply.skip is None:
+            problems = self._verify(work, reply)
+        return reply, problems
+
+    def _dry_call(self, work: _Domain, prompt_tokens: int, kind: str) -> None:
+        cost = prompt_tokens + backends.estimate_tokens(self.system) + OUT_TOKENS[kind]
+        if not self.budget.fits(cost):
+            raise _OutOfBudget
+        self.budget.calls += 1
+        self.budget.tokens += cost
+        work.tally.calls += 1
+        work.tally.tokens += cost
+
+    def _call(self, work: _Domain, purpose: str, prompt: str, kind: str) -> str:
+        """One completion within the budget; transport faults are retried, then _BackendDown."""
+        out = OUT_TOKENS[kind]
+        cost = backends.estimate_tokens(self.system + prompt) + out
+        attempts = 1 + max(0, int(self.settings["retries"]))
+        for attempt in range(1, attempts + 1):
+            if not self.budget.fits(cost):
+                raise _OutOfBudget
+            self.budget.calls += 1
+            work.tally.calls += 1
+            try:
+                done = backends.call(
+                    self.wiki,
+                    self.backend,
+                    prompt,
+                    purpose=purpose,
+                    scope=work.state.scope,
+                    system=self.system,
+                    max_tokens=out,
+                )
+            except BackendUnavailable as exc:
+                self._spend(work, cost - out)
+                raise _BackendDown(exc.message) from None
+            except BackendFailed as exc:
+                self._spend(work, cost - out)
+                if attempt == attempts:
+                    raise _BackendDown(f"{exc.message} (after {attempts} attempts)") from None
+                time.sleep(float(self.settings["retry_wait_seconds"]) * attempt)
+                continue
+            self._spend(work, done.tokens_in + done.tokens_out)
+            return done.text
+        raise AssertionError("unreachable")  # pragma: no cover
+
+    def _spend(self, work: _Domain, tokens: int) -> None:
+        self.budget.tokens += tokens
+        work.tally.tokens += tokens
+
+    # -- checks
+    def _check_notes(
+        self, work: _Domain, reply: Reply, allowed: dict[str, Evidence]
+    ) -> list[CitationProblem]:
+        if reply.skip is not None:
+            return [
+                CitationProblem(
+                    "malformed", "", 'a part\'s notes cannot be SKIP; reply {"statements": []}'
+                )
+            ]
+        start = time.perf_counter()
+        try:
+            return check_statements(reply.statements, allowed, scope=work.state.scope)
+        finally:
+            work.tally.check_s += time.perf_counter() - start
+
+    def _check_final(self, work: _Domain, reply: Reply) -> list[CitationProblem]:
+        if reply.skip is not None:
+            return []
+        start = time.perf_counter()
+        try:
+            problems = check_statements(reply.statements, work.evidence, scope=work.state.scope)
+            cited = [
+                work.evidence[i]
+                for i in cited_ids(reply.statements)
+                if i in work.evidence and not work.evidence[i].is_generated
+            ]
+            for text in (reply.title, reply.summary):
+                problems += check_facts(text, cited, strip=set(work.evidence))
+        finally:
+            work.tally.check_s += time.perf_counter() - start
+        if not problems:
+            entry = self._entry(work, reply)
+            for problem in check_entry(entry, self.wiki.schema):
+                problems.append(CitationProblem("invalid-entry", "", problem.message))
+        return problems
+
+    def _verify(self, work: _Domain, reply: Reply) -> list[CitationProblem]:
+        """Ask whether each statement is supported by its citations, in batches that keep each
+        prompt within ``chunk_tokens``."""
+        numbered = list(enumerate(reply.statements, start=1))
+        batches: list[list[tuple[int, Statement]]] = [[]]
+        shown: set[str] = set()
+        size = 0
+        for number, statement in numbered:
+            new = [i for i in dict.fromkeys(statement.cites) if i in work.blocks and i not in shown]
+            cost = sum(backends.estimate_tokens(work.blocks[i]) for i in new)
+            if batches[-1] and size + cost > self.chunk_tokens:
+                batches.append([])
+                shown, size = set(), 0
+                new = [i for i in dict.fromkeys(statement.cites) if i in work.blocks]
+                cost = sum(backends.estimate_tokens(work.blocks[i]) for i in new)
+            batches[-1].append((number, statement))
+            shown.update(new)
+            size += cost
+        problems: list[CitationProblem] = []
+        for batch in batches:
+            problems += self._verify_batch(work, batch)
+        return problems
+
+    def _verify_batch(
+        self, work: _Domain, batch: list[tuple[int, Statement]]
+    ) -> list[CitationProblem]:
+        ids = cited_ids(s for _, s in batch)
+        prompt = render_prompt(
+            "consolidate_verify.j2",
+            domain=work.state.domain,
+            scope=work.state.scope,
+            statements=[(n, s.text, s.cites) for n, s in batch],
+            blocks=[work.blocks[i] for i in ids if i in work.blocks],
+        )
+        text = self._call(work, "consolidate-verify", prompt, "verify")
+        by_number = dict(batch)
+        try:
+            data = _json_object(text)
+            flagged = data.get("unsupported")
+            if not isinstance(flagged, list):
+                raise ValueError("no 'unsupported' list")
+            problems = []
+            for item in flagged:
+                number = int(item.get("statement", 0) if isinstance(item, dict) else item)
+                reason = str(item.get("reason", "")) if isinstance(item, dict) else ""
+                if number not in by_number:
+                    raise ValueError(f"statement {number} was not asked about")
+                problems.append(
+                    CitationProblem(
+                        "unsupported",
+                        by_number[number].text,
+                        f"the verifying call found statement {number} unsupported by its "
+                        f"citations: {reason or 'no reason given'}",
+                    )
+                )
+            return problems
+        except (ValueError, TypeError) as exc:
+            return [
+                CitationProblem(
+                    "unverified", "", f"the verifying call gave no usable verdict ({exc})"
+                )
+            ]
+
+    # -- the entry
+    def _entry(self, work: _Domain, reply: Reply) -> Entry:
+        state = work.state
+        method = "llm" if self.backend.is_llm else "extractive"
+        extra: dict[str, Any] = {
+            FINGERPRINT_FIELD: state.fingerprint,
+            "input_entries": len(state.evidence),
+            "method": method,
+        }
+        if self.backend.is_llm:
+            extra["model"] = f"{self.backend.name}/{self.backend.model}"
+        tags = tuple(dict.fromkeys(slugify(t, 40) for t in reply.topics if t and t != "other"))[:8]
+        return Entry(
+            id="",
+            type="synthesis",
+            date=clock.today().isoformat(),
+            summary=" ".join(reply.summary.split()),
+            domain=state.domain,
+            status="active",
+            scope=state.scope,
+            origin="consolidated",
+            tags=tags,
+            supersedes=tuple(r.id for r in state.current),
+            sources=tuple(sorted(cited_ids(reply.statements))),
+            extra=tuple(sorted(extra.items())),
+            body=synthesis_body(reply, state, method, self.backend),
+        )
+
+
+def synthesis_body(reply: Reply, state: DomainState, method: str, backend: backends.Backend) -> str:
+    lines = [f"# {' '.join(reply.title.split())}", ""]
+    if method == "extractive":
+        lines += [
+            "_Extractive synthesis (no LLM): each statement is an active entry's own summary._",
+            "",
+        ]
+    lines += [" ".join(reply.summary.split()), ""]
+    groups: dict[str, list[Statement]] = {}  # by topic, in the order topics first appear
+    for topic, statement in zip(reply.topics, reply.statements, strict=True):
+        groups.setdefault(topic or "Findings", []).append(statement)
+    for topic, statements in groups.items():
+        lines += [f"## {topic}", ""]
+        lines += [f"- {' '.join(s.text.split())} [{', '.join(s.cites)}]" for s in statements]
+        lines.append("")
+    by = "extractively" if method == "extractive" else f"by {backend.name}/{backend.model}"
+    count = len(state.evidence)
+    lines += [
+        "---",
+        f"Consolidated {by} from {count} active {'entry' if count == 1 else 'entries'} of "
+        f"{state.key}. Each statement cites the entries it rests on; this text is generated, "
+        "never evidence.",
+    ]
+    return "\n".join(lines)
+
+
+def _previous_text(previous: Entry | None) -> str:
+    if previous is None:
+        return ""
+    text = f"{previous.summary}\n\n{previous.body}".strip()
+    return text if len(text) <= PREVIOUS_CHARS else text[: PREVIOUS_CHARS - 1] + "…"
+
+
+def entry_block(entry: Entry) -> str:
+    """How an entry is shown in a prompt: id, date, type, tags, summary, alternatives, body."""
+    head = f"[{entry.id}] {entry.date} {entry.type}"
+    if entry.status != "active":
+        head += f" ({entry.status})"
+    if entry.tags:
+        head += " " + " ".join("#" + t.replace(" ", "-") for t in entry.tags)
+    lines = [head, "Summary: " + " ".join(entry.summary.split())]
+    if entry.alternatives_considered:
+        lines.append(
+            "Rejected: "
+            + "; ".join(f"{a.id}: {a.rejected_because}" for a in entry.alternatives_considered)
+        )
+    body = entry.body.strip()
+    if body:
+        lines.append(body if len(body) <= BODY_CHARS else body[: BODY_CHARS - 1] + "…")
+    return "\n".join(lines)
+
+
+# --------------------------------------------------------------------------- chunking
+
+
+def make_chunks(ids: Sequence[str], blocks: dict[str, str], limit: int) -> list[list[str]]:
+    """Cut ``ids`` (in (date, id) order) into chunks of at most ``limit`` tokens.
+
+    A chunk ends after an entry whose id hash, read as a number in [0, 1), is below
+    ``tokens(entry) / limit``, so whether an entry ends one depends on that entry alone. A chunk
+    that would outgrow the limit is cut before the entry that does not fit (the only cut that
+    depends on position; the next content-defined end brings the boundaries back into step).
+    """
+    target = max(1.0, float(limit))
+    chunks: list[list[str]] = []
+    current: list[str] = []
+    size = 0
+    for entry_id in ids:
+        tokens = backends.estimate_tokens(blocks[entry_id])
+        if current and size + tokens > limit:
+            chunks.append(current)
+            current, size = [], 0
+        current.append(entry_id)
+        size += tokens
+        if _unit(entry_id) < tokens / target:
+            chunks.append(current)
+            current, size = [], 0
+    if current:
+        chunks.append(current)
+    return chunks
+
+
+def _unit(entry_id: str) -> float:
+    return int(hashlib.sha256(entry_id.encode()).hexdigest()[:13], 16) / 16**13
+
+
+class _ChunkCache:
+    """Per-chunk notes of one domain, under .llm-wiki/consolidate/<scope>/<domain>.json.
+
+    Keyed by the chunk's fingerprint. A chunk made only of entries that cached notes already
+    read (a chunk that lost members, or the old half of a chunk a new entry split) reuses the
+    cached notes that cite its members and only active entries; an entry covered before but no
+    longer (its notes also cited an entry since superseded) is handed to the combining call
+    whole. Only a chunk holding an entry no cached notes have read, or one that would hand over
+    more than half its entries, is read again.
+    """
+
+    def __init__(self, wiki: Wiki, scope: str, domain: str) -> None:
+        self.path = wiki.state_dir / "consolidate" / scope / f"{domain}.json"
+        try:
+            data = json.loads(self.path.read_text(encoding="utf-8"))
+            self.chunks: dict[str, Any] = data["chunks"] if data.get("format") == FORMAT else {}
+        except (OSError, ValueError, KeyError, TypeError):
+            self.chunks = {}
+        self._holding: dict[str, list[str]] | None = None
+        self._unsaved = False
+
+    def find(
+        self, key: str, members: Sequence[str], active: set[str], *, keep: bool = True
+    ) -> tuple[list[tuple[str, Statement]], list[str]] | None:
+        """(notes, entries to hand over whole) for a chunk, or None when it must be read."""
+        wanted = set(members)
+        if key in self.chunks:
+            sources = [self.chunks[key]]
+        else:
+            holding = self._holders()
+            if any(m not in holding for m in members):
+                return None  # a new entry: read the chunk
+            sources = [
+                self.chunks[k] for k in dict.fromkeys(k for m in members for k in holding[m])
+            ]
+        covered = set().union(*(set(r["covered"]) & wanted for r in sources))
+        notes = {
+            (n[1].text, n[1].cites): n
+            for r in sources
+            for n in _notes(r["notes"])
+            if set(n[1].cites) <= active and wanted & set(n[1].cites)
+        }
+        kept = list(notes.values())
+        lost = covered - {i for _, s in kept for i in s.cites}
+        if 2 * len(lost) > len(members):
+            return None
+        if keep and key not in self.chunks:
+            self.put(key, members, kept, covered=covered, save=False)  # saved with the next
+        return kept, sorted(lost)
+
+    def _holders(self) -> dict[str, list[str]]:
+        if self._holding is None:
+            self._holding = {}
+            for key, record in self.chunks.items():
+                for member in record["members"]:
+                    self._holding.setdefault(member, []).append(key)
+        return self._holding
+
+    def put(
+        self,
+        key: str,
+        members: Sequence[str],
+        notes: list[tuple[str, Statement]],
+        *,
+        covered: set[str] | None = None,
+        save: bool = True,
+    ) -> None:
+        """Record a chunk's notes; saved at once (a run stopped by its budget keeps them)."""
+        if covered is None:
+            covered = {i for _, s in notes for i in s.cites} & set(members)
+        self.chunks[key] = {
+            "members": list(members),
+            "covered": sorted(covered),
+            "notes": [{"topic": t, "text": s.text, "cites": list(s.cites)} for t, s in notes],
+        }
+        self._holding = None
+        self._unsaved = True
+        if save:
+            self._save()
+
+    def flush(self) -> None:
+        if self._unsaved:
+            self._save()
+
+    def prune(self, keep: set[str]) -> None:
+        """Keep only the current chunks' notes (after a synthesis is written)."""
+        if set(self.chunks) - keep:
+            self.chunks = {k: v for k, v in self.chunks.items() if k in keep}
+            self._holding = None
+            self._save()
+
+    def _save(self) -> None:
+        data = json.dumps({"format": FORMAT, "chunks": self.chunks}, ensure_ascii=False)
+        store.atomic_write(self.path, data)
+        self._unsaved = False
+
+
+def _notes(raw: list[dict[str, Any]]) -> list[tuple[str, Statement]]:
+    return [(n.get("topic", ""), Statement(n["text"], tuple(n["cites"]))) for n in raw]
+
+
+# --------------------------------------------------------------------------- replies
+
+
+_FENCE_RE = re.compile(r"^```[a-zA-Z]*\s*\n(.*?)\n```\s*$", re.S)
+
+
+def _json_object(text: str) -> dict[str, Any]:
+    stripped = text.strip()
+    fenced = _FENCE_RE.match(stripped)
+    if fenced:
+        stripped = fenced.group(1).strip()
+    start, end = stripped.find("{"), stripped.rfind("}")
+    if start < 0 or end < start:
+        raise ValueError("the reply holds no JSON object")
+    try:
+        data = json.loads(stripped[start : end + 1])
+    except json.JSONDecodeError as exc:
+        raise ValueError(
+            f"the reply is not valid JSON ({exc.msg} at line {exc.lineno} column {exc.colno})"
+        ) from None
+    if not isinstance(data, dict):
+        raise ValueError("the reply must be a JSON object")
+    return data
+
+
+def parse_reply(text: str, *, final: bool = True) -> Reply:
+    """A reply as :class:`Reply`; ValueError (with what is wrong) when malformed.
+
+    ``SKIP: reason`` and ``{"skip": "reason"}`` are SKIP; otherwise ``{"title", "summary",
+    "statements": [{"topic"?, "text", "cites": [ids]}]}`` (title and summary only when
+    ``final``).
+    """
+    stripped = text.strip()
+    if re.match(r"(?i)^skip\b", stripped):
+        reason = re.sub(r"(?i)^skip\b[\s:.\-—]*", "", stripped, count=1)
+        return Reply(skip=reason.strip() or "no reason given")
+    data = _json_object(text)
+    skip = data.get("skip")
+    if skip:
+        return Reply(skip=str(data.get("reason") or "") if skip is True else str(skip))
+    raw = data.get("statements")
+    if not isinstance(raw, list):
+        raise ValueError("the reply has no 'statements' list")
+    statements, topics = [], []
+    for n, item in enumerate(raw):
+        if not isinstance(item, dict) or not isinstance(item.get("text"), str):
+            raise ValueError(f"statements[{n}] needs a 'text' string")
+        cites = item.get("cites", [])
+        if isinstance(cites, str):
+            cites = [cites]
+        if not isinstance(cites, list) or not all(isinstance(c, str) for c in cites):
+            raise ValueError(f"statements[{n}].cites must be a list of entry ids")
+        statements.append(Statement(item["text"].strip(), tuple(c.strip() for c in cites)))
+        topic = item.get("topic", "")
+        topics.append(" ".join(str(topic).split()) if topic else "")
+    title = data.get("title", "")
+    summary = data.get("summary", "")
+    if final:
+        if not isinstance(title, str) or not title.strip():
+            raise ValueError("the reply needs a 'title'")
+        if not isinstance(summary, str) or not summary.strip():
+            raise ValueError("the reply needs a one-sentence 'summary'")
+        if not statements:
+            raise ValueError('a synthesis needs statements; reply {"skip": "<why>"} instead')
+    return Reply(
+        title=str(title).strip(),
+        summary=str(summary).strip(),
+        statements=tuple(statements),
+        topics=tuple(topics),
+    )
+
+
+# --------------------------------------------------------------------------- failures file
+
+
+def failures_path(wiki: Wiki, scope: str) -> Path:
+    """synthesis-failures.md; with walls (access.yaml), one file per scope."""
+    if walls_on(wiki):
+        return wiki.root / "synthesis-failures" / f"{scope}.md"
+    return wiki.root / FAILURES_FILE
+
+
+_FAILURES_HEAD = """# Synthesis failures
+
+Append-only, written by `llm-wiki consolidate`: each record is a synthesis that failed its checks
+(or a backend that failed), with the reason and the offending statement. The previous synthesis
+stayed current and the domain stays out of date until a run succeeds.
+"""
+
+
+def record_failure(
+    wiki: Wiki,
+    state: DomainState,
+    problems: Sequence[CitationProblem],
+    *,
+    attempts: int,
+    method: str,
+) -> None:
+    """Append one dated record to the failures file (under the write lock)."""
+    lines = [
+        "",
+        f"## {clock.stamp()} {state.key}",
+        "",
+        f"- scope: {state.scope}",
+        f"- domain: {state.domain}",
+        f"- input: {len(state.evidence)} active entries, fingerprint {state.fingerprint[:16]}",
+        f"- attempts: {attempts} ({method})" if attempts else f"- backend: {method}",
+    ]
+    for problem in problems[:20]:
+        lines.append(f"- reason: {problem.kind}: {_one_line(problem.detail)}")
+        if problem.statement:
+            lines.append(f'  statement: "{_one_line(problem.statement)}"')
+    if len(problems) > 20:
+        lines.append(f"- … and {len(problems) - 20} more")
+    path = failures_path(wiki, state.scope)
+    with store.locked(wiki):
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+        try:
+            if os.fstat(fd).st_size == 0:
+                os.write(fd, _FAILURES_HEAD.encode())
+            os.write(fd, ("\n".join(lines) + "\n").encode())
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+
+
+def _one_line(text: str, limit: int = 400) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+_RECORD_RE = re.compile(r"^## (\d{4}-\d\d-\d\dT\S+) (\S+)/(\S+)$", re.M)
+
+
+def _last_failures(wiki: Wiki) -> dict[tuple[str, str], str]:
+    """(scope, domain) -> the day of its last recorded failure."""
+    paths = [wiki.root / FAILURES_FILE]
+    if (wiki.root / "synthesis-failures").is_dir():
+        paths += sorted((wiki.root / "synthesis-failures").glob("*.md"))
+    last: dict[tuple[str, str], str] = {}
+    for path in paths:
+        try:
+            text = path.read_text(encoding="utf-8")
+        except FileNotFoundError:
+            continue
+        for stamp, scope, domain in _RECORD_RE.findall(text):
+            last[(scope, domain)] = max(last.get((scope, domain), ""), stamp[:10])
+    return last
+
+
+# --------------------------------------------------------------------------- prompts
+
+
+@functools.cache
+def _prompt_env() -> Any:
+    import jinja2  # only code that renders prompts loads jinja2
+
+    return jinja2.Environment(
+        loader=jinja2.FileSystemLoader(str(TEMPLATES / "prompts")),
+        undefined=jinja2.StrictUndefined,
+        trim_blocks=True,
+        lstrip_blocks=True,
+        keep_trailing_newline=False,
+        autoescape=False,
+    )
+
+
+def render_prompt(name: str, **context: Any) -> str:
+    """Render ``templates/prompts/<name>``."""
+    return str(_prompt_env().get_template(name).render(**context)).strip() + "\n"
