@@ -19,8 +19,36 @@ from llm_wiki.errors import WikiError
 F = TypeVar("F", bound=Callable[..., Any])
 
 
-class _Group(click.Group):
+class _ExampleHelp:
+    """Help whose ``Example usage:`` lines are printed as written, not re-wrapped."""
+
+    help: str | None
+
+    def format_help_text(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        import inspect
+        import textwrap
+
+        text, _, examples = inspect.cleandoc(self.help or "").partition("Example usage:")
+        formatter.write_paragraph()
+        with formatter.indentation():
+            formatter.write_text(text.strip())
+            if examples.strip():
+                formatter.write_paragraph()
+                formatter.write_text("Example usage:")
+                formatter.write_paragraph()
+                lines = [ln for ln in examples.splitlines() if ln.strip() != "\b"]
+                for line in textwrap.dedent("\n".join(lines)).strip("\n").splitlines():
+                    formatter.write(f"{'':>{formatter.current_indent + 4}}{line}\n".rstrip(" "))
+
+
+class _Command(_ExampleHelp, click.Command):
+    pass
+
+
+class _Group(_ExampleHelp, click.Group):
     """Turns every WikiError into one line on stderr and its exit code."""
+
+    command_class = _Command
 
     def invoke(self, ctx: click.Context) -> Any:
         try:
@@ -550,7 +578,6 @@ def wiki_consolidate(
 
     Example usage:
 
-    \b
         llm-wiki consolidate
         llm-wiki consolidate --domain ledger --dry-run
         llm-wiki consolidate --max-calls 10 --max-tokens 100000 --json
