@@ -130,3 +130,15 @@ def test_wiki_consolidate_skips_a_run_that_overlaps(wiki_path):
     (lock / "pid").write_text(str(os.getpid()))
     proc = run_script("wiki-consolidate", env={"LLM_WIKI_DIR": wiki_path})
     assert proc.returncode == 0 and "holds the lock" in proc.stderr
+
+
+def test_wiki_lint_job(wiki_path):
+    ok = run_script("wiki-lint", env={"LLM_WIKI_DIR": wiki_path})
+    assert ok.returncode == 0, ok.stderr
+    assert "Linted 0 entries: 0 errors" in ok.stdout
+    broken = wiki_path / "entries/2026/01/2026-01-01-hand-made-abcd.md"
+    broken.parent.mkdir(parents=True)
+    broken.write_text("---\nid: 2026-01-01-hand-made-abcd\ntype: memo\n---\n")
+    bad = run_script("wiki-lint", env={"LLM_WIKI_DIR": wiki_path})
+    assert bad.returncode == 1
+    assert "done (exit 1)" in bad.stderr and STAMP.search(bad.stderr)

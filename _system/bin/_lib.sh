@@ -61,3 +61,26 @@ wiki_job_lock() {
     trap 'rm -rf "$lock_dir"' EXIT
     trap 'exit 130' INT TERM HUP
 }
+
+# Run `llm-wiki ARGS` as this scheduled job: take the job lock, log the start and the end, keep
+# the command's stdout (its report) and turn its stderr into timestamped log lines — ERROR lines
+# when it fails. Returns the command's exit status.
+wiki_job() {
+    wiki_job_lock
+    wiki_log "start: $1 in $LLM_WIKI_DIR"
+    exec 3>&1
+    messages=$(llm_wiki "$@" 2>&1 1>&3)
+    status=$?
+    exec 3>&-
+    if [ -n "$messages" ]; then
+        printf '%s\n' "$messages" | while IFS= read -r line; do
+            if [ "$status" -ne 0 ]; then
+                wiki_log "ERROR: ${line#Error: }"
+            else
+                wiki_log "$line"
+            fi
+        done
+    fi
+    wiki_log "done (exit $status)"
+    return "$status"
+}

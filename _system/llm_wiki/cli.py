@@ -732,6 +732,63 @@ def wiki_sync(
     click.echo(f"The catalog holds {result.entries} entries.")
 
 
+# ---- lint
+
+
+@cli.command(name="lint")
+@click.option(
+    "--with-llm", is_flag=True, help="Also ask the LLM for contradictions between entries."
+)
+@click.option(
+    "--max-calls",
+    type=click.IntRange(min=0),
+    help="LLM calls at most (default settings.yaml lint.max_calls).",
+)
+@click.option("--backend", help="LLM backend for --with-llm (default: settings.yaml).")
+@click.option("--model", help="Model for --with-llm.")
+@_json_option
+@_wiki_options
+def wiki_lint(
+    with_llm: bool,
+    max_calls: int | None,
+    backend: str | None,
+    model: str | None,
+    as_json: bool,
+    wiki_path: str | None,
+    reader: str | None,
+) -> None:
+    """Find what rots: schema breaks, broken supersedes, tampering, duplicates, stale syntheses.
+
+    Findings are errors, warnings or info; any error exits 1. A summary line goes to log.md.
+
+    Example usage:
+
+        llm-wiki lint
+        llm-wiki lint --json
+        llm-wiki lint --with-llm --max-calls 5
+    """
+    from llm_wiki.lint import lint
+
+    wiki, viewer = _context(wiki_path, reader)
+    result = lint(
+        wiki, viewer, with_llm=with_llm, max_calls=max_calls, backend=backend, model=model
+    )
+    if as_json:
+        _print_json(result.to_dict())
+    else:
+        for f in result.findings:
+            click.echo(f"{f.level:<7} {f.check}: {f.message}")
+        counts = result.counts
+        click.echo(
+            f"Linted {result.checked} entries: {counts['error']} errors, {counts['warning']} "
+            f"warnings, {counts['info']} info"
+            + (f" ({result.calls} LLM calls)" if with_llm else "")
+            + "."
+        )
+    if not result.ok:
+        sys.exit(1)
+
+
 def main() -> None:
     cli(prog_name="llm-wiki")
 

@@ -62,8 +62,9 @@ from llm_wiki.citations import (
 )
 from llm_wiki.entries import Entry, check_entry, slugify
 from llm_wiki.errors import BackendFailed, BackendUnavailable, InvalidInput, WikiError
+from llm_wiki.prompts import json_object, render_prompt
 from llm_wiki.reads import read_entry
-from llm_wiki.wiki import TEMPLATES, Wiki
+from llm_wiki.wiki import Wiki
 
 FORMAT = "1"  # part of every chunk fingerprint: bump when a chunk's notes would mean otherwise
 FINGERPRINT_FIELD = "input_fingerprint"
@@ -832,7 +833,7 @@ class _Run:
         text = self._call(work, "consolidate-verify", prompt, "verify")
         by_number = dict(batch)
         try:
-            data = _json_object(text)
+            data = json_object(text)
             flagged = data.get("unsupported")
             if not isinstance(flagged, list):
                 raise ValueError("no 'unsupported' list")
@@ -1077,28 +1078,6 @@ def _notes(raw: list[dict[str, Any]]) -> list[tuple[str, Statement]]:
 # --------------------------------------------------------------------------- replies
 
 
-_FENCE_RE = re.compile(r"^```[a-zA-Z]*\s*\n(.*?)\n```\s*$", re.S)
-
-
-def _json_object(text: str) -> dict[str, Any]:
-    stripped = text.strip()
-    fenced = _FENCE_RE.match(stripped)
-    if fenced:
-        stripped = fenced.group(1).strip()
-    start, end = stripped.find("{"), stripped.rfind("}")
-    if start < 0 or end < start:
-        raise ValueError("the reply holds no JSON object")
-    try:
-        data = json.loads(stripped[start : end + 1])
-    except json.JSONDecodeError as exc:
-        raise ValueError(
-            f"the reply is not valid JSON ({exc.msg} at line {exc.lineno} column {exc.colno})"
-        ) from None
-    if not isinstance(data, dict):
-        raise ValueError("the reply must be a JSON object")
-    return data
-
-
 def parse_reply(text: str, *, final: bool = True) -> Reply:
     """A reply as :class:`Reply`; ValueError (with what is wrong) when malformed.
 
@@ -1110,7 +1089,7 @@ def parse_reply(text: str, *, final: bool = True) -> Reply:
     if re.match(r"(?i)^skip\b", stripped):
         reason = re.sub(r"(?i)^skip\b[\s:.\-—]*", "", stripped, count=1)
         return Reply(skip=reason.strip() or "no reason given")
-    data = _json_object(text)
+    data = json_object(text)
     skip = data.get("skip")
     if skip:
         return Reply(skip=str(data.get("reason") or "") if skip is True else str(skip))
@@ -1223,25 +1202,3 @@ def _last_failures(wiki: Wiki) -> dict[tuple[str, str], str]:
         for stamp, scope, domain in _RECORD_RE.findall(text):
             last[(scope, domain)] = max(last.get((scope, domain), ""), stamp[:10])
     return last
-
-
-# --------------------------------------------------------------------------- prompts
-
-
-@functools.cache
-def _prompt_env() -> Any:
-    import jinja2  # only code that renders prompts loads jinja2
-
-    return jinja2.Environment(
-        loader=jinja2.FileSystemLoader(str(TEMPLATES / "prompts")),
-        undefined=jinja2.StrictUndefined,
-        trim_blocks=True,
-        lstrip_blocks=True,
-        keep_trailing_newline=False,
-        autoescape=False,
-    )
-
-
-def render_prompt(name: str, **context: Any) -> str:
-    """Render ``templates/prompts/<name>``."""
-    return str(_prompt_env().get_template(name).render(**context)).strip() + "\n"

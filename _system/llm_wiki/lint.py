@@ -1,0 +1,527 @@
+"""The maintenance pass: what rots in an archive, found before it misleads anyone.
+
+Deterministic checks, each finding at a level:
+
+- error: an entry that no longer satisfies schema.md (or cannot be read); a ``supersedes`` naming
+  no entry of its scope; a supersession cycle; an entry edited, removed or added behind the
+  tool's back (``verify``);
+- warning: near-duplicate summaries within a domain; an authored decision without alternatives;
+  a synthesis resting on an entry since superseded (its domain is out of date); a raw source no
+  entry cites; a tag or domain used once that looks like a typo of a used one;
+- info: an imported decision without alternatives (nothing is invented on import); an active
+  entry past the schema's review window; any other tag or domain used once.
+
+With ``--with-llm``, entries of one domain that share a tag are shown to the LLM, which names
+contradictions; each must quote both entries verbatim or it is dropped. Calls stop at
+``--max-calls``. Every finding is about entries the viewer may read; the rest are never named.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import re
+from collections import defaultdict
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from llm_wiki import backends, clock, store
+from llm_wiki.access import Viewer
+from llm_wiki.catalog import Row, read_catalog
+from llm_wiki.citations import find_quote
+from llm_wiki.entries import Entry, check_entry
+from llm_wiki.errors import WikiError
+from llm_wiki.reads import read_entry
+from llm_wiki.wiki import Wiki
+
+LEVELS = ("error", "warning", "info")
+DUPLICATE_JACCARD = 0.8  # share of distinct summary words two entries have in common
+TYPO_DISTANCE = 2  # a name used once this close to a used name is likely a typo
+_STOPWORDS = frozenset(
+    "a an and are as at be by for from has have in is it its of on or our that the this to "
+    "use using we will with".split()
+)
+
+
+@dataclass(frozen=True)
+class Finding:
+    level: str  # error | warning | info
+    check: str
+    ids: tuple[str, ...]
+    message: str
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "level": self.level,
+            "check": self.check,
+            "ids": list(self.ids),
+            "message": self.message,
+        }
+
+
+@dataclass(frozen=True)
+class LintResult:
+    checked: int
+    findings: tuple[Finding, ...]
+    calls: int = 0
+
+    @property
+    def counts(self) -> dict[str, int]:
+        out = dict.fromkeys(LEVELS, 0)
+        for f in self.findings:
+            out[f.level] += 1
+        return out
+
+    @property
+    def ok(self) -> bool:
+        return self.counts["error"] == 0
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "ok": self.ok,
+            "checked": self.checked,
+            "counts": self.counts,
+            "llm_calls": self.calls,
+            "findings": [f.to_dict() for f in self.findings],
+        }
+
+
+def lint(
+    wiki: Wiki,
+    viewer: Viewer,
+    *,
+    with_llm: bool = False,
+    max_calls: int | None = None,
+    backend: str | None = None,
+    model: str | None = None,
+) -> LintResult:
+    """Run every check over the entries ``viewer`` may read; log a summary line to log.md."""
+    llm = None
+    if with_llm:
+        llm = backends.get_backend(wiki, backend, model)
+        if not llm.is_llm:
+            raise WikiError(
+                f"--with-llm needs an LLM backend, not {llm.name}; pass --backend anthropic or "
+                "claude-cli (or set backend in settings.yaml)."
+            )
+        llm.check()
+    with read_catalog(wiki) as catalog:
+        rows = catalog.rows(viewer)
+        problems = catalog.problems() if viewer.sees_all else []
+    by_id = {r.id: r for r in rows}
+    findings: list[Finding] = []
+    findings += [Finding("error", "unreadable", (), message) for _, message in problems]
+    entries = _load_entries(wiki, rows)
+    findings += _schema(wiki, rows, entries)
+    findings += _supersedes(rows, by_id)
+    findings += _tamper(wiki, viewer)
+    findings += _duplicates(rows)
+    findings += _alternatives(rows)
+    findings += _review(wiki, rows)
+    findings += _stale_syntheses(rows, by_id)
+    if viewer.sees_all:  # raw files carry no scope: only a reader of every scope may judge them
+        findings += _uncited_raw(wiki, rows)
+    findings += _rare_names(rows)
+    calls = 0
+    if llm is not None:
+        limit = max_calls if max_calls is not None else int(wiki.settings.get("lint.max_calls", 10))
+        found, calls = _contradictions(wiki, llm, rows, entries, limit)
+        findings += found
+    order = {level: i for i, level in enumerate(LEVELS)}
+    findings.sort(key=lambda f: (order[f.level], f.check, f.ids, f.message))
+    result = LintResult(checked=len(rows), findings=tuple(findings), calls=calls)
+    counts = result.counts
+    store.log_op(
+        wiki,
+        "lint",
+        errors=counts["error"],
+        warnings=counts["warning"],
+        info=counts["info"],
+        checked=len(rows),
+    )
+    return result
+
+
+def _load_entries(wiki: Wiki, rows: Sequence[Row]) -> dict[str, Entry]:
+    """The loose entries, parsed (archived ones were valid when archived and are not re-read)."""
+    out = {}
+    for row in rows:
+        if row.archive:
+            continue
+        try:
+            out[row.id] = read_entry(wiki, row)[0]
+        except WikiError:
+            continue  # gone since the catalog looked: verify reports it
+    return out
+
+
+def _schema(wiki: Wiki, rows: Sequence[Row], entries: dict[str, Entry]) -> list[Finding]:
+    out = []
+    for row in rows:
+        entry = entries.get(row.id)
+        if entry is None:
+            continue
+        for problem in check_entry(entry, wiki.schema):
+            if problem.field == "alternatives_considered" and entry.type == "decision":
+                continue  # reported, with its level, by _alternatives
+            out.append(
+                Finding(
+                    "error",
+                    "schema",
+                    (row.id,),
+                    f"{row.id} no longer satisfies schema.md: {problem.message}",
+                )
+            )
+    return out
+
+
+def _supersedes(rows: Sequence[Row], by_id: dict[str, Row]) -> list[Finding]:
+    out = []
+    graph: dict[str, list[str]] = {}
+    for row in rows:
+        for old in row.supersedes:
+            target = by_id.get(old)
+            if target is None or target.scope != row.scope:
+                out.append(
+                    Finding(
+                        "error",
+                        "broken-supersedes",
+                        (row.id,),
+                        f"{row.id} supersedes {old}, which is no entry of scope {row.scope}; "
+                        "write a corrected entry that supersedes this one.",
+                    )
+                )
+            else:
+                graph.setdefault(row.id, []).append(old)
+    for cycle in _cycles(graph):
+        out.append(
+            Finding(
+                "error",
+                "supersedes-cycle",
+                tuple(cycle),
+                "supersession cycle: "
+                + " -> ".join([*cycle, cycle[0]])
+                + "; nothing in it is current.",
+            )
+        )
+    return out
+
+
+def _cycles(graph: dict[str, list[str]]) -> list[list[str]]:
+    """Each cycle once, as the list of its ids starting from the smallest."""
+    found: set[tuple[str, ...]] = set()
+    state: dict[str, int] = {}  # 1: on the path, 2: done
+    for start in sorted(graph):
+        if state.get(start):
+            continue
+        path: list[str] = []
+        stack: list[tuple[str, Iterator[str]]] = [(start, iter(graph.get(start, ())))]
+        state[start] = 1
+        path.append(start)
+        while stack:
+            node, children = stack[-1]
+            child = next(children, None)
+            if child is None:
+                stack.pop()
+                path.pop()
+                state[node] = 2
+            elif state.get(child) == 1:
+                cycle = path[path.index(child) :]
+                low = cycle.index(min(cycle))
+                found.add(tuple(cycle[low:] + cycle[:low]))
+            elif not state.get(child):
+                state[child] = 1
+                path.append(child)
+                stack.append((child, iter(graph.get(child, ()))))
+    return [list(c) for c in sorted(found)]
+
+
+def _tamper(wiki: Wiki, viewer: Viewer) -> list[Finding]:
+    from llm_wiki.verify import verify
+
+    return [
+        Finding(
+            "error",
+            f"tamper-{f.kind}",
+            (f.id,) if f.id else (),
+            f"{f.id or f.path}: {f.detail} ({f.path}).",
+        )
+        for f in verify(wiki, viewer).findings
+    ]
+
+
+def _words(text: str) -> frozenset[str]:
+    return frozenset(w for w in re.findall(r"[a-z0-9]+", text.lower()) if w not in _STOPWORDS)
+
+
+def _duplicates(rows: Sequence[Row]) -> list[Finding]:
+    """Active evidence entries of one (scope, domain) whose summaries share most of their words.
+
+    A pair where one supersedes the other is a revision, not a duplicate. Candidates come from an
+    inverted index over each summary's three rarest words, so this stays near-linear.
+    """
+    out = []
+    groups: dict[tuple[str, str], list[Row]] = defaultdict(list)
+    for row in rows:
+        if row.effective_status == "active" and not row.is_generated:
+            groups[(row.scope, row.domain)].append(row)
+    for group in groups.values():
+        words = {r.id: _words(r.summary) for r in group}
+        df: dict[str, int] = defaultdict(int)
+        for ws in words.values():
+            for w in ws:
+                df[w] += 1
+        postings: dict[str, list[str]] = defaultdict(list)
+        for entry_id, ws in words.items():
+            for w in sorted(ws, key=lambda w: (df[w], w))[:3]:
+                postings[w].append(entry_id)
+        related = {(r.id, old) for r in group for old in (*r.supersedes, *r.superseded_by)}
+        seen: set[tuple[str, str]] = set()
+        for ids in postings.values():
+            for i, a in enumerate(ids):
+                for b in ids[i + 1 :]:
+                    pair = (min(a, b), max(a, b))
+                    if pair in seen or (a, b) in related or (b, a) in related:
+                        continue
+                    seen.add(pair)
+                    wa, wb = words[a], words[b]
+                    if not wa or not wb:
+                        continue
+                    score = len(wa & wb) / len(wa | wb)
+                    if score >= DUPLICATE_JACCARD:
+                        out.append(
+                            Finding(
+                                "warning",
+                                "near-duplicate",
+                                pair,
+                                f"{pair[0]} and {pair[1]} say nearly the same ({score:.0%} of "
+                                "their summary words); if one replaces the other, write an entry "
+                                "that supersedes it.",
+                            )
+                        )
+    return out
+
+
+def _alternatives(rows: Sequence[Row]) -> list[Finding]:
+    out = []
+    for row in rows:
+        if row.type != "decision" or row.alternatives or row.is_generated:
+            continue
+        if row.origin == "imported":
+            out.append(
+                Finding(
+                    "info",
+                    "no-alternatives",
+                    (row.id,),
+                    f"{row.id}: the imported record names no alternatives.",
+                )
+            )
+        else:
+            out.append(
+                Finding(
+                    "warning",
+                    "no-alternatives",
+                    (row.id,),
+                    f"{row.id}: a {row.origin} decision without alternatives_considered; supersede "
+                    "it with one that says what was rejected and why.",
+                )
+            )
+    return out
+
+
+def _review(wiki: Wiki, rows: Sequence[Row]) -> list[Finding]:
+    days = wiki.schema.review_after_days
+    if days <= 0:
+        return []
+    cutoff = (clock.today() - dt.timedelta(days=days)).isoformat()
+    return [
+        Finding(
+            "info",
+            "review-due",
+            (row.id,),
+            f"{row.id} ({row.date}) is active and older than the review window of {days} days "
+            "(schema.md review_after_days); confirm it still holds, or supersede it.",
+        )
+        for row in rows
+        if row.effective_status == "active" and not row.is_generated and row.date < cutoff
+    ]
+
+
+def _stale_syntheses(rows: Sequence[Row], by_id: dict[str, Row]) -> list[Finding]:
+    out = []
+    for row in rows:
+        if row.type != "synthesis" or row.effective_status != "active":
+            continue
+        gone = [s for s in row.sources if s in by_id and by_id[s].effective_status == "superseded"]
+        if gone:
+            out.append(
+                Finding(
+                    "warning",
+                    "stale-synthesis",
+                    (row.id, *gone),
+                    f"{row.id} rests on {', '.join(gone)}, since superseded: domain {row.domain} "
+                    f"(scope {row.scope}) is out of date; the next `llm-wiki consolidate` rewrites it.",
+                )
+            )
+    return out
+
+
+def _uncited_raw(wiki: Wiki, rows: Sequence[Row]) -> list[Finding]:
+    if not wiki.raw_dir.is_dir():
+        return []
+    cited = {s.split("#", 1)[0] for r in rows for s in r.sources if s.startswith("raw/")}
+    return [
+        Finding(
+            "warning",
+            "raw-uncited",
+            (),
+            f"raw/{path.name} is cited by no entry: it was stored but never compiled; ingest it "
+            "again or remove it from raw/.",
+        )
+        for path in sorted(wiki.raw_dir.iterdir())
+        if path.is_file() and not path.name.startswith(".") and f"raw/{path.name}" not in cited
+    ]
+
+
+def _rare_names(rows: Sequence[Row]) -> list[Finding]:
+    out = []
+    for kind, counts in (
+        ("domain", _count(r.domain for r in rows)),
+        ("tag", _count(t for r in rows for t in r.tags)),
+    ):
+        used = [n for n, c in counts.items() if c > 1]
+        for name, count in sorted(counts.items()):
+            if count != 1:
+                continue
+            near = sorted(u for u in used if _distance(name, u) <= TYPO_DISTANCE)
+            holders = tuple(
+                r.id for r in rows if (r.domain == name if kind == "domain" else name in r.tags)
+            )
+            if near:
+                out.append(
+                    Finding(
+                        "warning",
+                        f"rare-{kind}",
+                        holders,
+                        f"{kind} {name!r} is used once and looks like a typo of {', '.join(map(repr, near))}.",
+                    )
+                )
+            else:
+                out.append(
+                    Finding("info", f"rare-{kind}", holders, f"{kind} {name!r} is used once.")
+                )
+    return out
+
+
+def _count(names: Iterable[str]) -> dict[str, int]:
+    out: dict[str, int] = defaultdict(int)
+    for name in names:
+        out[name] += 1
+    return out
+
+
+def _distance(a: str, b: str) -> int:
+    """Levenshtein distance (small strings)."""
+    if abs(len(a) - len(b)) > TYPO_DISTANCE:
+        return TYPO_DISTANCE + 1
+    previous = list(range(len(b) + 1))
+    for i, ca in enumerate(a, 1):
+        current = [i]
+        for j, cb in enumerate(b, 1):
+            current.append(min(previous[j] + 1, current[j - 1] + 1, previous[j - 1] + (ca != cb)))
+        previous = current
+    return previous[-1]
+
+
+# --------------------------------------------------------------------------- with an LLM
+
+
+def _contradictions(
+    wiki: Wiki,
+    llm: backends.Backend,
+    rows: Sequence[Row],
+    entries: dict[str, Entry],
+    limit: int,
+) -> tuple[list[Finding], int]:
+    """Ask about groups of active entries of one domain that share a tag, within ``limit`` calls."""
+    from llm_wiki.prompts import json_object, render_prompt
+
+    budget = int(wiki.settings.get("lint.group_tokens", 6000))
+    groups = _tag_groups(rows, entries, budget)
+    out: list[Finding] = []
+    calls = 0
+    system = render_prompt("lint_system.j2")
+    for scope, domain, tag, members in groups:
+        if calls >= limit:
+            break
+        prompt = render_prompt(
+            "lint_contradictions.j2",
+            domain=domain,
+            tag=tag,
+            entries=[_entry_text(entries[m]) for m in members],
+        )
+        calls += 1
+        try:
+            reply = backends.call(
+                wiki, llm, prompt, purpose="lint", scope=scope, system=system, max_tokens=1500
+            )
+            data = json_object(reply.text)
+        except (WikiError, ValueError):
+            continue  # a failed call finds nothing; the next run asks again
+        shown = set(members)
+        for item in data.get("contradictions") or []:
+            if not isinstance(item, dict):
+                continue
+            a, b = str(item.get("a", "")), str(item.get("b", ""))
+            a_says, b_says = str(item.get("a_says", "")), str(item.get("b_says", ""))
+            if a == b or a not in shown or b not in shown:
+                continue  # an id the model was not shown
+            if not (
+                find_quote(a_says, _entry_text(entries[a]))
+                and find_quote(b_says, _entry_text(entries[b]))
+            ):
+                continue  # a statement the entries do not contain
+            pair = (min(a, b), max(a, b))
+            out.append(
+                Finding(
+                    "warning",
+                    "contradiction",
+                    pair,
+                    f"{a} says {a_says!r} but {b} says {b_says!r}; supersede the one that no longer "
+                    "holds.",
+                )
+            )
+    return out, calls
+
+
+def _tag_groups(
+    rows: Sequence[Row], entries: dict[str, Entry], budget: int
+) -> list[tuple[str, str, str, list[str]]]:
+    """(scope, domain, tag, entry ids) for active evidence entries sharing a tag, each group cut
+    to fit ``budget`` tokens; groups of one entry are dropped."""
+    by_key: dict[tuple[str, str, str], list[str]] = defaultdict(list)
+    for row in sorted(rows, key=lambda r: (r.date, r.id)):
+        if row.effective_status != "active" or row.is_generated or row.id not in entries:
+            continue
+        for tag in row.tags:
+            by_key[(row.scope, row.domain, tag)].append(row.id)
+    out = []
+    for (scope, domain, tag), ids in sorted(by_key.items()):
+        chunk: list[str] = []
+        size = 0
+        for entry_id in ids:
+            tokens = backends.estimate_tokens(_entry_text(entries[entry_id]))
+            if chunk and size + tokens > budget:
+                if len(chunk) > 1:
+                    out.append((scope, domain, tag, chunk))
+                chunk, size = [], 0
+            chunk.append(entry_id)
+            size += tokens
+        if len(chunk) > 1:
+            out.append((scope, domain, tag, chunk))
+    return out
+
+
+def _entry_text(entry: Entry, body_chars: int = 1500) -> str:
+    body = entry.body if len(entry.body) <= body_chars else entry.body[:body_chars] + " …"
+    return f"[{entry.id}] ({entry.date}, {entry.type}) {entry.summary}\n{body}".strip()

@@ -1,0 +1,59 @@
+"""Prompt templates (jinja2 files in ``templates/prompts/``) and reading JSON out of replies.
+
+Shared by every flow that asks an LLM something. jinja2 is imported only when a prompt is
+rendered, so commands that never ask (``write``, ``list``, ``--help``) never load it.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import re
+from typing import Any
+
+from llm_wiki.wiki import TEMPLATES
+
+
+@functools.cache
+def _environment() -> Any:
+    import jinja2
+
+    return jinja2.Environment(
+        loader=jinja2.FileSystemLoader(str(TEMPLATES / "prompts")),
+        undefined=jinja2.StrictUndefined,
+        trim_blocks=True,
+        lstrip_blocks=True,
+        keep_trailing_newline=False,
+        autoescape=False,
+    )
+
+
+def render_prompt(name: str, **context: Any) -> str:
+    """Render ``templates/prompts/<name>``."""
+    return str(_environment().get_template(name).render(**context)).strip() + "\n"
+
+
+_FENCE_RE = re.compile(r"^```[a-zA-Z]*\s*\n(.*?)\n```\s*$", re.S)
+
+
+def json_object(text: str) -> dict[str, Any]:
+    """The JSON object in a model's reply (bare, fenced, or with prose around it).
+
+    Raises ValueError saying what is wrong, in words a repair prompt can pass back.
+    """
+    stripped = text.strip()
+    fenced = _FENCE_RE.match(stripped)
+    if fenced:
+        stripped = fenced.group(1).strip()
+    start, end = stripped.find("{"), stripped.rfind("}")
+    if start < 0 or end < start:
+        raise ValueError("the reply holds no JSON object")
+    try:
+        data = json.loads(stripped[start : end + 1])
+    except json.JSONDecodeError as exc:
+        raise ValueError(
+            f"the reply is not valid JSON ({exc.msg} at line {exc.lineno} column {exc.colno})"
+        ) from None
+    if not isinstance(data, dict):
+        raise ValueError("the reply must be a JSON object")
+    return data
