@@ -418,23 +418,6 @@ class Catalog:
             self.db.execute(f"SELECT count(*) FROM entries WHERE {clause}", args).fetchone()[0]
         )
 
-    def search(
-        self, viewer: Viewer, match: str, *, weights: Sequence[float], limit: int
-    ) -> list[tuple[Row, float]]:
-        """Rows this viewer may read matching the FTS5 query ``match``, best first, each with its
-        BM25 score (higher is better). ``weights`` weigh the FTS columns (summary, tags,
-        aliases, questions, domain, body)."""
-        clause, args = viewer.sql_filter("e.scope")
-        columns = ", ".join("e." + c.strip() for c in _COLUMNS.split(","))
-        bm25 = ", ".join(repr(float(w)) for w in weights)
-        cur = self.db.execute(
-            f"SELECT {columns}, e.rowid, bm25(fts, {bm25}) AS score FROM fts "
-            f"JOIN entries e ON e.rowid = fts.rowid WHERE fts MATCH ? AND {clause} "
-            "ORDER BY score LIMIT ?",
-            [match, *args, limit],
-        )
-        return [(_row(r[:-1]), -float(r[-1])) for r in cur]
-
     def scopes(self) -> list[str]:
         return [r[0] for r in self.db.execute("SELECT DISTINCT scope FROM entries ORDER BY scope")]
 
