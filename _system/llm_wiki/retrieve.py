@@ -21,9 +21,9 @@ The flow (:func:`query`):
 6. **File back** (optional, LLM backends only): a passing answer drawn from one scope becomes a
    ``type: synthesis, origin: answer`` entry whose sources are the cited entries.
 
-Offline (no key, no network) the ranker picks — its top k, leaving out entries scoring under
-:data:`OFFLINE_KEEP` of the best — and the answer quotes the picked entries' summaries, saying
-it is extractive.
+Offline (no key, no network) the ranker picks — its top k, leaving out any whose own coverage is
+under :data:`NOTHING_BELOW` — and the answer quotes the picked entries' summaries, saying it is
+extractive.
 
 **The ranker** (:class:`Ranker`, all in SQL/FTS5, never a scan of all rows in Python). Two
 queries give candidates: FTS5 BM25 over the weighted columns (summary, tags, aliases,
@@ -64,8 +64,7 @@ from llm_wiki.errors import InvalidInput
 from llm_wiki.wiki import Wiki
 
 NOTHING_BELOW = 0.30  # offline: best match's coverage of the question's key terms (dev set)
-TEMPORAL_BAND = 0.6  # present-tense questions: newest first among scores >= this x the best
-OFFLINE_KEEP = 0.25  # offline picks: only entries scoring at least this share of the best
+TEMPORAL_BAND = 0.7  # present-tense questions: newest first among scores >= this x the best
 MIN_BUDGET = 1000
 DEFAULT_K = 3
 DEFAULT_BUDGET = 8000
@@ -144,8 +143,9 @@ def parse_question(text: str) -> Question:
 @dataclass(frozen=True)
 class Ranked:
     row: Row
-    score: float  # BM25, higher is better (a pulled-in current entry takes its predecessor's)
+    score: float  # higher is better (a pulled-in current entry takes its predecessor's)
     via: str = ""  # the superseded entry whose match brought this (current) entry in
+    cover: float = 0.0  # its coverage score (key-term weight held, head fields counting extra)
 
 
 @dataclass(frozen=True)
@@ -213,7 +213,11 @@ class Ranker:
             cut = TEMPORAL_BAND * scores[order[0]]
             wanted = max(limit, sum(1 for r in order if scores[r] >= cut))
         rows = self._rows(order[:wanted])
-        items = [Ranked(rows[r], scores[r]) for r in order[:wanted] if r in rows]
+        items = [
+            Ranked(rows[r], scores[r], cover=covered.get(r, cover_floor))
+            for r in order[:wanted]
+            if r in rows
+        ]
         if not items:
             return Ranking(question, (), 0.0)
         coverage = self.coverage(question, items[0].row, idf)
@@ -251,12 +255,16 @@ class Ranker:
         return {row.rowid: row for row in self.catalog.rows(self.viewer, ids=ids)}
 
     def idf(self, terms: Sequence[str]) -> dict[str, tuple[float, int]]:
-        """term -> (IDF, document frequency), among the entries this viewer can see."""
+        """term -> (IDF, document frequency), among the entries this viewer can see.
+
+        A term no entry holds weighs as much as the rarest term that some entry holds: a
+        question in other words should not look unanswerable just because of them.
+        """
         visible = self.visible()
         out = {}
         for term in terms:
             df = self._count(_quote(term))
-            out[term] = (math.log(1 + (visible - df + 0.5) / (df + 0.5)), df)
+            out[term] = (math.log(1 + (visible - max(df, 1) + 0.5) / (max(df, 1) + 0.5)), df)
         return out
 
     def _coverage_ranking(self, idf: dict[str, tuple[float, int]], pool: int) -> dict[int, float]:
@@ -327,7 +335,7 @@ class Ranker:
             for newer in self.replacements(item.row):
                 if newer.id not in seen:
                     seen.add(newer.id)
-                    out.append(Ranked(newer, item.score, via=item.row.id))
+                    out.append(Ranked(newer, item.score, via=item.row.id, cover=item.cover))
             seen.add(item.row.id)
             out.append(item)
         return out
@@ -543,9 +551,12 @@ def retrieve(
         picks = [shown[i] for i in ids] or [r.row for r in ranking.items[:k]]
         nothing = not picks
     else:
-        best = ranking.items[0].score if ranking.items else 0.0
-        picks = [r.row for r in ranking.items[:k] if r.score >= OFFLINE_KEEP * best]
         nothing = ranking.nothing_found
+        picks = [  # each quoted entry must answer the question on its own, as the best does
+            r.row
+            for r in ranking.items[:k]
+            if r.via or ranker.coverage(parsed, r.row) >= NOTHING_BELOW
+        ]
     opened = () if nothing else tuple(_with_replacements(ranker, picks))
     return Retrieval(
         parsed,
@@ -858,8 +869,6 @@ def excerpt(body: str, room: int, terms: Sequence[str] = ()) -> str:
     note = f"\n[… body excerpted: about {room // 1024 or 1} KiB of {max(1, size // 1024)} KiB]"
     room -= len(note.encode())
     paras = body.split("\n\n")
-    if len(paras) > 2000:  # a huge body: look at its start and the best of a bounded sample
-        paras = paras[:2000]
     stems = [t[:5] for t in terms]
 
     def hits(p: str) -> int:

@@ -242,8 +242,7 @@ def filler_entries(count: int, seed: int = 7) -> list[Entry]:
         elif roll < 0.92:
             kind = "reflection"
             summary = (
-                f"{purpose.capitalize()} keeps surprising the {team} team: "
-                f"{_pick(rng, REASONS)}"
+                f"{purpose.capitalize()} keeps surprising the {team} team: {_pick(rng, REASONS)}"
             )
             body = f"{context} {consequences}"
         else:
