@@ -341,3 +341,54 @@ def test_hidden_entries_never_reach_a_prompt_or_an_answer(cli, wiki_path, mock):
     absent = cli.json("--as", "alice", "query", "Globex acquisition")
     assert offline["mode"] == absent["mode"] == "nothing-found"
     assert offline["answer"] == absent["answer"]
+
+
+WORDS = ["ledger", "postgres", "queue", "kafka", "billing", "refund", "keys", "deploy", "cache"]
+
+
+def test_property_replaced_decisions_never_rank_above_replacements(tmp_path_factory):
+    """Any archive with supersession chains, any question: every entry that replaced a ranked
+    entry is ranked before it."""
+    from hypothesis import HealthCheck, given, settings
+    from hypothesis import strategies as st
+
+    from llm_wiki.access import Viewer
+    from llm_wiki.catalog import read_catalog
+    from llm_wiki.entries import draft
+    from llm_wiki.retrieve import Ranker, parse_question
+    from llm_wiki.store import write_entry
+    from llm_wiki.wiki import Wiki, init_wiki
+
+    entry_spec = st.tuples(
+        st.lists(st.sampled_from(WORDS), min_size=1, max_size=4), st.integers(0, 10)
+    )
+
+    @settings(max_examples=20, deadline=None, suppress_health_check=list(HealthCheck))
+    @given(
+        st.lists(entry_spec, min_size=2, max_size=8),
+        st.lists(st.sampled_from(WORDS), min_size=1, max_size=3),
+    )
+    def check(specs, question_words):
+        root = tmp_path_factory.mktemp("prop") / "wiki"
+        init_wiki(root)
+        wiki, everyone = Wiki(root), Viewer.everyone()
+        ids: list[str] = []
+        for n, (words, link) in enumerate(specs):
+            supersedes = [ids[link % len(ids)]] if ids and link < 6 else []
+            entry = draft(
+                type="reflection",
+                domain="d",
+                summary=f"Entry {n}: " + " ".join(words),
+                supersedes=supersedes,
+                date=f"2026-01-{n + 1:02d}",
+            )
+            ids.append(write_entry(wiki, entry, viewer=everyone).id)
+        with read_catalog(wiki) as catalog:
+            ranker = Ranker(catalog, everyone)
+            ranked = ranker.rank(parse_question(" ".join(question_words)), 20).items
+            position = {r.row.id: n for n, r in enumerate(ranked)}
+            for item in ranked:
+                for newer in ranker.replacements(item.row):
+                    assert position[newer.id] < position[item.row.id]
+
+    check()
