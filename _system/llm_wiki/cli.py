@@ -528,6 +528,7 @@ def wiki_query(
 
     Example usage:
 
+    \b
         llm-wiki query "Which database holds the ledger, and why?"
         llm-wiki query "Why SQS?" --backend anthropic --json
         llm-wiki query "How do we deploy?" --backend claude-cli --file-back
@@ -585,6 +586,7 @@ def adr_import(
 
     Example usage:
 
+    \b
         llm-wiki import-adr docs/adr --domain platform
         llm-wiki import-adr architecture-decision-records --json
     """
@@ -626,6 +628,7 @@ def wiki_eval(
 
     Example usage:
 
+    \b
         llm-wiki eval tests/data/eval/tdr-dev.jsonl
         llm-wiki eval questions.jsonl --k 5 --json
     """
