@@ -392,3 +392,25 @@ def test_property_replaced_decisions_never_rank_above_replacements(tmp_path_fact
                     assert position[newer.id] < position[item.row.id]
 
     check()
+
+
+def test_hidden_entries_do_not_move_visible_ones(cli, wiki_path):
+    """Under walls the ranking uses only the reader's own entries' statistics: whatever another
+    scope holds, the reader's answer is the same."""
+    (wiki_path / "access.yaml").write_text(
+        "readers:\n  alice: {scopes: [team-a]}\n  bob: {scopes: [team-b]}\n"
+    )
+    for summary in [
+        "Use Postgres for the ledger database",
+        "Back up the ledger nightly to S3",
+        "Encrypt database backups with KMS",
+        "Keep invoices for seven years",
+    ]:
+        cli(*write_args(summary, scope="team-a"), "--as", "alice")
+    question = ["--as", "alice", "query", "ledger database backups", "--k", "4"]
+    before = cli.json(*question)
+    for n in range(25):
+        cli(*write_args(f"Database backups database {n} ledger", scope="team-b"), "--as", "bob")
+    after = cli.json(*question)
+    assert after == before
+    assert len(before["opened"]) >= 2

@@ -30,7 +30,9 @@ queries give candidates: FTS5 BM25 over the weighted columns (summary, tags, ali
 questions, domain, body), and IDF-weighted *coverage* — the share of the question's key-term
 weight an entry holds, a term in the head fields (summary, tags, aliases, questions) counting
 extra. The score adds the two (:class:`Weights`, chosen by measurement on the dev questions
-over clean, 10k and 100k archives). Then: for a question about the present ("now",
+over clean, 10k and 100k archives). FTS5's ``bm25()`` counts every entry, hidden ones too, so
+for a reader behind walls the score is coverage alone, computed from the reader's own entries:
+what another scope holds cannot move what this reader sees. Then: for a question about the present ("now",
 "currently", "still", "these days", ...) the leading candidates (within
 :data:`TEMPORAL_BAND` of the best score) in the best one's domain are ordered newest first (a
 newer record on the same words in the same domain is the likelier current state); and every
@@ -169,6 +171,7 @@ class Weights:
     head: float = 1.0  # coverage: a term in summary/tags/aliases/questions counts 1 + head
     bm25: float = 0.5  # share of the BM25 score (scaled to the best) added to coverage
     common: float = 0.2  # terms in more than this share of entries carry no coverage
+    cover: float = 1.0  # weight of coverage (0: BM25 alone, for comparison)
 
 
 WEIGHTS = Weights()
@@ -191,24 +194,27 @@ class Ranker:
         self.viewer = viewer
         self.weights = weights or WEIGHTS
         self._visible: int | None = None
+        self._walls_ready = False
 
     def rank(self, question: Question, limit: int) -> Ranking:
         if not question.terms:
             return Ranking(question, (), 0.0)
         pool = max(limit, POOL)
         idf = self.idf(question.terms)
-        bm25 = self._bm25(question, pool)
-        if not bm25:
+        # FTS5's bm25() counts every entry, hidden ones too; under walls the ranking uses only
+        # statistics of the reader's own entries, so a hidden entry cannot move a visible one.
+        bm25 = self._bm25(question, pool) if self.viewer.sees_all else {}
+        covered = self._coverage_ranking(idf, pool) if self.weights.cover else {}
+        if not bm25 and not covered:
             return Ranking(question, (), 0.0)
-        covered = self._coverage_ranking(idf, pool)
-        best, floor = max(bm25.values()), min(bm25.values())
+        best, floor = max(bm25.values(), default=0.0), min(bm25.values(), default=0.0)
         cover_floor = min(covered.values()) if covered else 0.0
         scores = {
-            rowid: covered.get(rowid, cover_floor)
+            rowid: self.weights.cover * covered.get(rowid, cover_floor)
             + self.weights.bm25 * bm25.get(rowid, floor) / (best or 1.0)
             for rowid in bm25.keys() | covered.keys()
         }
-        order = sorted(scores, key=lambda r: (-scores[r], r))
+        order = sorted(scores, key=lambda r: (-scores[r], -r))  # ties: the newer row first
         wanted = limit
         if question.present:  # the temporal band may reach past the limit
             cut = TEMPORAL_BAND * scores[order[0]]
@@ -226,21 +232,33 @@ class Ranker:
             items = _newest_first_at_top(items)
         return Ranking(question, tuple(self.with_current(items)[:limit]), coverage)
 
-    def _visible_rowids(self) -> tuple[str, list[str]]:
-        """A condition on ``rowid`` limiting FTS rows to this viewer's entries."""
+    def _within(self, column: str) -> str:
+        """A condition limiting ``column`` (a rowid) to this viewer's entries: under walls, a
+        temporary table of the reader's rowids, built once per ranker. FTS5 queries are
+        materialized first, so SQLite never drives a MATCH by that list."""
         if self.viewer.sees_all:
-            return "1", []
-        clause, params = self.viewer.sql_filter()
-        return f"rowid IN (SELECT rowid FROM entries WHERE {clause})", params
+            return "1"
+        if not self._walls_ready:
+            clause, params = self.viewer.sql_filter()
+            db = self.catalog.db
+            db.execute("DROP TABLE IF EXISTS temp.llm_wiki_visible")
+            db.execute("CREATE TEMP TABLE llm_wiki_visible(rowid INTEGER PRIMARY KEY)")
+            db.execute(
+                f"INSERT INTO temp.llm_wiki_visible SELECT rowid FROM entries WHERE {clause}",
+                params,
+            )
+            self._walls_ready = True
+        return f"{column} IN temp.llm_wiki_visible"
 
     def _bm25(self, question: Question, pool: int) -> dict[int, float]:
-        """rowid -> BM25 (higher is better) of the ``pool`` best matches."""
-        clause, params = self._visible_rowids()
+        """rowid -> BM25 (higher is better) of the ``pool`` best matches. Only for a reader
+        who sees every entry: FTS5's statistics count them all."""
+        assert self.viewer.sees_all
         weights = ", ".join(repr(float(w)) for w in self.weights.columns)
         cur = self.catalog.db.execute(
-            f"SELECT rowid, -bm25(fts, {weights}) FROM fts WHERE fts MATCH ? AND {clause} "
-            "ORDER BY 2 DESC LIMIT ?",
-            [question.match, *params, pool],
+            f"SELECT rowid, -bm25(fts, {weights}) AS s FROM fts WHERE fts MATCH ? "
+            "ORDER BY s DESC LIMIT ?",
+            [question.match, pool],
         )
         return dict(cur.fetchall())
 
@@ -269,14 +287,21 @@ class Ranker:
         return out
 
     def _coverage_ranking(self, idf: dict[str, tuple[float, int]], pool: int) -> dict[int, float]:
-        """rowid -> coverage score of the ``pool`` best entries by IDF-weighted coverage."""
+        """rowid -> coverage score of the ``pool`` best entries by IDF-weighted coverage.
+
+        Terms held by more than ``weights.common`` of the entries are left out (they say little
+        and their long lists cost time) unless that would leave no term, or the reader is behind
+        walls, where coverage is the whole score.
+        """
         total = sum(w for w, _ in idf.values()) or 1.0
         common = max(self.weights.common * self.visible(), 1)
+        present = {t: v for t, v in idf.items() if v[1]}
+        terms = present
+        if self.viewer.sees_all:  # under walls coverage is the only signal: keep every term
+            terms = {t: v for t, v in present.items() if v[1] <= common} or present
         parts: list[str] = []
         args: list[Any] = []
-        for term, (weight, df) in idf.items():
-            if not df or df > common:
-                continue
+        for term, (weight, _) in terms.items():
             parts.append("SELECT rowid, ? AS w FROM fts WHERE fts MATCH ?")
             args += [weight / total, _quote(term)]
             if self.weights.head:
@@ -284,12 +309,18 @@ class Ranker:
                 args += [self.weights.head * weight / total, f"{HEAD_COLUMNS}: {_quote(term)}"]
         if not parts:
             return {}
-        clause, params = self._visible_rowids()
+        union = " UNION ALL ".join(parts)
+        source = f"({union})"
+        if not self.viewer.sees_all:  # materialized, so the reader's list never drives MATCH
+            source = f"m WHERE {self._within('rowid')}"
+            union = f"WITH m AS MATERIALIZED ({union}) "
+        else:
+            union = ""
         sql = (
-            "SELECT rowid, sum(w) AS s FROM (" + " UNION ALL ".join(parts) + f") WHERE {clause} "
-            "GROUP BY rowid ORDER BY s DESC, rowid LIMIT ?"
+            f"{union}SELECT rowid, sum(w) AS s FROM {source} "
+            "GROUP BY rowid ORDER BY s DESC, rowid DESC LIMIT ?"
         )
-        return dict(self.catalog.db.execute(sql, [*args, *params, pool]).fetchall())
+        return dict(self.catalog.db.execute(sql, [*args, pool]).fetchall())
 
     def coverage(
         self, question: Question, row: Row, idf: dict[str, tuple[float, int]] | None = None
@@ -314,17 +345,14 @@ class Ranker:
         return self._visible
 
     def _count(self, match: str) -> int:
-        args: list[str] = [match]
         if self.viewer.sees_all:
             sql = "SELECT count(*) FROM fts WHERE fts MATCH ?"
         else:
-            clause, params = self.viewer.sql_filter("e.scope")
             sql = (
-                "SELECT count(*) FROM fts JOIN entries e ON e.rowid = fts.rowid "
-                f"WHERE fts MATCH ? AND {clause}"
+                "WITH m AS MATERIALIZED (SELECT rowid AS r FROM fts WHERE fts MATCH ?) "
+                f"SELECT count(*) FROM m WHERE {self._within('r')}"
             )
-            args += params
-        return int(self.catalog.db.execute(sql, args).fetchone()[0])
+        return int(self.catalog.db.execute(sql, [match]).fetchone()[0])
 
     def with_current(self, items: Iterable[Ranked]) -> list[Ranked]:
         """Each superseded entry preceded by the entries that replaced it (newest first)."""

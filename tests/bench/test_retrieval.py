@@ -133,7 +133,7 @@ def test_column_weights_by_measurement():
         "summary x4": Weights(columns=(4.0, 2.0, 3.0, 3.0, 0.5, 1.0)),
         "body x2": Weights(columns=(2.0, 1.0, 2.0, 2.0, 0.0, 2.0)),
         "no head bonus": Weights(head=0.0),
-        "BM25 only": Weights(head=0.0, common=0.0),
+        "BM25 only": Weights(cover=0.0),
         "coverage x2 BM25": Weights(bm25=1.0),
     }
     sizes = {"clean": filler.build_wiki(0), "10k": filler.build_wiki(10_000)}
