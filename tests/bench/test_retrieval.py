@@ -46,7 +46,7 @@ METRICS = (
 )
 
 
-def run_eval(root: Path, weights=None):
+def run_eval(root: Path, weights=None, viewer=None):
     from llm_wiki import retrieve
     from llm_wiki.access import Viewer
     from llm_wiki.evaluation import evaluate
@@ -55,7 +55,7 @@ def run_eval(root: Path, weights=None):
     saved = retrieve.WEIGHTS
     retrieve.WEIGHTS = weights or saved
     try:
-        return evaluate(Wiki(root), Viewer.everyone(), QUESTIONS, k=3)
+        return evaluate(Wiki(root), viewer or Viewer.everyone(), QUESTIONS, k=3)
     finally:
         retrieve.WEIGHTS = saved
 
@@ -230,3 +230,22 @@ def test_offline_query_wall_time_per_process():
     print(f"100k / 1k ratio:  {med_large / med_small:.2f}")
     assert med_large <= 300
     assert med_large <= 2 * med_small
+
+
+def test_walled_reader_ranks_on_their_own_entries():
+    """Behind walls the ranker drops FTS5's whole-catalog BM25 (see retrieve.py): the cost."""
+    from llm_wiki.access import Viewer
+
+    walled = Viewer(name="reader", read=frozenset({"shared"}), write=None, walls=True)
+    print("\n== walled reader (coverage on own statistics) vs a reader who sees all ==")
+    print(
+        f"{'archive':<10}{'r@1 all':>9}{'r@1 wall':>9}{'r@3 all':>9}{'r@3 wall':>9}{'cf wall':>9}"
+    )
+    for label, size in (("clean", 0), ("10k", 10_000), ("100k", 100_000)):
+        root = filler.build_wiki(size)
+        a, w = run_eval(root).metrics(), run_eval(root, viewer=walled).metrics()
+        print(
+            f"{label:<10}{a['recall@1']:>9.3f}{w['recall@1']:>9.3f}{a['recall@3']:>9.3f}"
+            f"{w['recall@3']:>9.3f}{w['current_first']:>9.2f}"
+        )
+        assert w["current@3"] == 1.0 and w["recall@3"] >= a["recall@3"] - 0.05
