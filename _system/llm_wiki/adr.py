@@ -557,10 +557,8 @@ _CHOICE_RE = re.compile(
 
 
 _COMMON = frozenset(
-    re.findall(
-        r"\w+",
-        "use using the and for with from into our new existing current keep option approach only all via per",
-    )
+    ("use", "using", "the", "and", "for", "with", "from", "into", "our", "new", "existing")
+    + ("current", "keep", "option", "approach", "only", "all", "via", "per")
 )
 
 
@@ -677,10 +675,8 @@ def import_adr(
     *,
     viewer: Viewer,
     domain: str | None = None,
-    dry_run: bool = False,
 ) -> ImportResult:
     """Import every ``*.md`` record in ``folder`` as a decision entry (see the module doc)."""
-    from llm_wiki.catalog import read_catalog
     from llm_wiki.store import write_entry
 
     folder = Path(folder)
@@ -722,8 +718,6 @@ def import_adr(
     existing = _existing_imports(wiki, viewer, domain, scope)
     ids: dict[str, str] = {}
     results: list[Imported] = []
-    with read_catalog(wiki):
-        pass  # bring the catalog up to date before the first write
     for record in ordered:
         olds = tuple(ids[o] for o in sorted(replaces[record.name]) if o in ids)
         if record.name in existing:
@@ -733,7 +727,7 @@ def import_adr(
             )
             continue
         entry = record_entry(record, domain=domain, scope=scope, supersedes=olds)
-        written = write_entry(wiki, entry, viewer=viewer, dry_run=dry_run)
+        written = write_entry(wiki, entry, viewer=viewer)
         ids[record.name] = written.id
         results.append(Imported(record.name, written.id, written.created, olds, record.date_note))
     return ImportResult(domain, tuple(results), tuple(warnings))

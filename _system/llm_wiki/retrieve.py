@@ -930,7 +930,8 @@ def _cut(text: str, limit: int) -> str:
 
 
 def _file_back(wiki: Wiki, viewer: Viewer, answer: Answer, passed: bool) -> Answer:
-    from llm_wiki.errors import InvalidInput as Refused
+    from llm_wiki.entries import Entry
+    from llm_wiki.errors import WikiError
     from llm_wiki.store import write_entry
 
     cited = [c.source.row for c in answer.cited if c.source is not None]
@@ -949,8 +950,6 @@ def _file_back(wiki: Wiki, viewer: Viewer, answer: Answer, passed: bool) -> Answ
         return dataclasses.replace(answer, filed_note=f"Not filed back: {reason}.")
     scope = answer.opened[0].row.scope
     domain = Counter(r.domain for r in cited).most_common(1)[0][0]
-    from llm_wiki.entries import Entry
-
     entry = Entry(
         id="",
         type="synthesis",
@@ -965,13 +964,13 @@ def _file_back(wiki: Wiki, viewer: Viewer, answer: Answer, passed: bool) -> Answ
     )
     try:
         written = write_entry(wiki, entry, viewer=viewer)
-    except Refused as exc:
+    except WikiError as exc:  # e.g. this reader may only read that scope
         return dataclasses.replace(answer, filed_note=f"Not filed back: {exc.message}")
     return dataclasses.replace(answer, filed=written.id)
 
 
 def _summary_of(text: str, limit: int = 300) -> str:
-    text = " ".join(re.sub(r"\[[a-z0-9-]+\]", "", text).split())
+    text = " ".join(re.sub(r"\s*\[[a-z0-9-]+\]", "", text).split())
     match = re.search(r"(?<=[.!?])\s", text)
     if match:
         text = text[: match.start()]
