@@ -42,5 +42,12 @@ def test_readme_main_command_works_on_a_fresh_copy(tmp_path):
         ["sh", "-c", main_command], cwd=copy, capture_output=True, text=True, timeout=900
     )
     assert proc.returncode == 0, proc.stdout + proc.stderr
-    assert "Move the ledger to a single postings table partitioned by month" in proc.stdout
-    assert "(superseded)" in proc.stdout
+    answer, sources = proc.stdout.split("\nSources:\n")
+    assert answer.startswith("Extractive answer (offline backend")
+    current = "2026-06-15-move-the-ledger-to-a-single-postings-table-partitioned-by-c75c"
+    assert answer.index(current) < answer.index("[2026-04-02-ledger-postgres]")
+    assert "Move the ledger to a single postings table partitioned by month" in answer
+    assert "It replaced 2026-04-02-ledger-postgres." in answer
+    assert f"Superseded by {current}." in answer
+    assert f"entries/2026/06/{current}.md" in sources
+    assert "2026-04-02-ledger-postgres  2026-04-02 (superseded)" in sources

@@ -280,5 +280,206 @@ def _mock_file_response(path: Path, prompt: str, purpose: str) -> str:
     raise BackendFailed(f"no rule in {path} answers purpose {purpose!r}; add one.")
 
 
+# --------------------------------------------------------------------------- anthropic
+
+ENV_TIMEOUT = "LLM_WIKI_TIMEOUT"
+ENV_RETRIES = "LLM_WIKI_MAX_RETRIES"
+
+
+def _env_number(name: str, default: float) -> float:
+    raw = os.environ.get(name)
+    if not raw:
+        return default
+    try:
+        value = float(raw)
+    except ValueError:
+        raise InvalidInput(f"{name}={raw!r} is not a number; set it to e.g. 60.") from None
+    if value < 0:
+        raise InvalidInput(f"{name}={raw!r} must not be negative.")
+    return value
+
+
+class AnthropicBackend(Backend):
+    """The Messages API through the official SDK (imported only when a call is made).
+
+    The key comes from ``ANTHROPIC_API_KEY`` (or ``ANTHROPIC_AUTH_TOKEN``), the endpoint from
+    ``ANTHROPIC_BASE_URL`` when set. Each request has an explicit timeout (``LLM_WIKI_TIMEOUT``,
+    default 60 s) and is retried by the SDK on 408/409/429/5xx and connection errors
+    (``LLM_WIKI_MAX_RETRIES``, default 2), with backoff and ``retry-after``.
+    """
+
+    name = "anthropic"
+    needs_key = True
+    key_env_var = "ANTHROPIC_API_KEY"
+    default_model = "claude-haiku-5-5"  # the newest Haiku the installed SDK (2.14) names
+    timeout_s: ClassVar[float] = 60.0
+    max_retries: ClassVar[int] = 2
+
+    def check(self) -> None:
+        if not (os.environ.get("ANTHROPIC_API_KEY") or os.environ.get("ANTHROPIC_AUTH_TOKEN")):
+            super().check()
+
+    def complete(
+        self, prompt: str, *, system: str = "", max_tokens: int = 1024, purpose: str = ""
+    ) -> Completion:
+        self.check()
+        timeout = _env_number(ENV_TIMEOUT, self.timeout_s)
+        retries = int(_env_number(ENV_RETRIES, self.max_retries))
+        try:
+            import anthropic
+        except ImportError:  # pragma: no cover - a dependency of the package
+            raise BackendUnavailable(
+                "the anthropic SDK is not installed: pip install anthropic, or use "
+                "--backend offline."
+            ) from None
+        key = os.environ.get("ANTHROPIC_API_KEY")
+        token = None if key else os.environ.get("ANTHROPIC_AUTH_TOKEN")
+        client = anthropic.Anthropic(
+            api_key=key,
+            auth_token=token,
+            base_url=os.environ.get("ANTHROPIC_BASE_URL") or None,
+            timeout=timeout,
+            max_retries=retries,
+        )
+        kwargs: dict[str, Any] = {
+            "model": self.model,
+            "max_tokens": max_tokens,
+            "messages": [{"role": "user", "content": prompt}],
+        }
+        if system:
+            kwargs["system"] = system
+        try:
+            message = client.messages.create(**kwargs)
+        except anthropic.APITimeoutError:
+            raise BackendFailed(
+                f"the Anthropic API did not answer within {timeout:g} s (after {retries} "
+                f"retries); try again, or raise {ENV_TIMEOUT}."
+            ) from None
+        except anthropic.AuthenticationError:
+            raise BackendUnavailable(
+                "the Anthropic API refused the key (401); check ANTHROPIC_API_KEY."
+            ) from None
+        except anthropic.APIStatusError as exc:
+            raise BackendFailed(
+                f"the Anthropic API answered HTTP {exc.status_code} (after {retries} retries): "
+                f"{_one_line(exc.message)}; try again later or use --backend offline."
+            ) from None
+        except anthropic.APIConnectionError as exc:
+            raise BackendFailed(
+                f"cannot reach the Anthropic API ({_one_line(str(exc))}); check the network "
+                "or ANTHROPIC_BASE_URL."
+            ) from None
+        except (anthropic.AnthropicError, ValueError) as exc:  # malformed body, bad JSON
+            raise BackendFailed(
+                f"the Anthropic API sent a response that could not be read "
+                f"({_one_line(str(exc))}); try again."
+            ) from None
+        return _message_completion(message, self.model)
+
+
+def _one_line(text: str, limit: int = 200) -> str:
+    text = " ".join(str(text).split())
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def _message_completion(message: Any, model: str) -> Completion:
+    content = getattr(message, "content", None)
+    if not isinstance(content, list):
+        raise BackendFailed("the Anthropic API response has no content; try again.")
+    parts = [getattr(block, "text", None) for block in content]
+    texts = [p for p in parts if isinstance(p, str)]
+    if not texts:
+        raise BackendFailed("the Anthropic API response holds no text; try again.")
+    usage = getattr(message, "usage", None)
+    tokens_in = getattr(usage, "input_tokens", None)
+    tokens_out = getattr(usage, "output_tokens", None)
+    text = "".join(texts)
+    return Completion(
+        text=text,
+        tokens_in=int(tokens_in) if isinstance(tokens_in, int) else 0,
+        tokens_out=int(tokens_out) if isinstance(tokens_out, int) else estimate_tokens(text),
+        model=str(getattr(message, "model", "") or model),
+    )
+
+
+# --------------------------------------------------------------------------- claude-cli
+
+
+class ClaudeCliBackend(Backend):
+    """Claude Code's own login: ``claude -p --model haiku --output-format json``, prompt on stdin.
+
+    The system text is put ahead of the prompt. The timeout is ``LLM_WIKI_TIMEOUT`` (default
+    120 s: the CLI starts slower than an API call).
+    """
+
+    name = "claude-cli"
+    default_model = "haiku"
+    executable: ClassVar[str] = "claude"
+    timeout_s: ClassVar[float] = 120.0
+
+    def check(self) -> None:
+        import shutil
+
+        if shutil.which(self.executable) is None:
+            raise BackendUnavailable(
+                "No `claude` executable on PATH for the claude-cli backend: install Claude Code "
+                "(and log in), or use --backend anthropic or offline."
+            )
+
+    def complete(
+        self, prompt: str, *, system: str = "", max_tokens: int = 1024, purpose: str = ""
+    ) -> Completion:
+        import subprocess
+
+        self.check()
+        timeout = _env_number(ENV_TIMEOUT, self.timeout_s)
+        text_in = f"{system}\n\n{prompt}" if system else prompt
+        argv = [self.executable, "-p", "--model", self.model, "--output-format", "json"]
+        try:
+            proc = subprocess.run(
+                argv,
+                input=text_in.encode(),
+                capture_output=True,
+                timeout=timeout,
+                check=False,
+            )
+        except subprocess.TimeoutExpired:
+            raise BackendFailed(
+                f"`claude -p` did not finish within {timeout:g} s; try again, or raise "
+                f"{ENV_TIMEOUT}."
+            ) from None
+        except OSError as exc:
+            raise BackendUnavailable(f"cannot run `claude`: {exc.strerror}.") from None
+        out = proc.stdout.decode("utf-8", "replace")
+        try:
+            data = json.loads(out)
+        except json.JSONDecodeError:
+            data = None
+        if proc.returncode != 0 or not isinstance(data, dict):
+            detail = _one_line(proc.stderr.decode("utf-8", "replace") or out) or "no output"
+            raise BackendFailed(
+                f"`claude -p` failed (exit {proc.returncode}): {detail}; run `claude` once to "
+                "log in, or use another backend."
+            )
+        if data.get("is_error") or not isinstance(data.get("result"), str):
+            raise BackendFailed(
+                f"`claude -p` reported an error: {_one_line(str(data.get('result') or data))}."
+            )
+        usage: dict[str, Any] = data["usage"] if isinstance(data.get("usage"), dict) else {}
+        tokens_in = sum(
+            int(usage.get(key) or 0)
+            for key in ("input_tokens", "cache_creation_input_tokens", "cache_read_input_tokens")
+        )
+        text = data["result"]
+        return Completion(
+            text=text,
+            tokens_in=tokens_in or estimate_tokens(text_in),
+            tokens_out=int(usage.get("output_tokens") or 0) or estimate_tokens(text),
+            model=self.model,
+        )
+
+
 register("offline", OfflineBackend)
 register("mock", MockBackend)
+register("anthropic", AnthropicBackend)
+register("claude-cli", ClaudeCliBackend)

@@ -417,6 +417,34 @@ def fold(text: str) -> str:
 _QUOTE_FOLD = str.maketrans({"‘": "'", "’": "'", "“": '"', "”": '"', "„": '"', "«": '"', "»": '"'})
 
 
+# --------------------------------------------------------------------------- ids in free text
+
+
+# An entry id as minted (YYYY-MM-DD-slug-hash) or given with --id, inside [brackets] or bare.
+_BRACKETED_RE = re.compile(r"\[([a-z0-9][a-z0-9-]{2,158}[a-z0-9])\]")
+_DATED_ID_RE = re.compile(r"(?<![\w/-])(\d{4}-\d{2}-\d{2}-[a-z0-9]+(?:-[a-z0-9]+)*)(?![\w/-])")
+
+
+def extract_cited(text: str) -> list[str]:
+    """Entry ids cited in free text (an answer), in order of first appearance, each once.
+
+    A citation is an id in square brackets (``[2026-05-02-use-postgres-3f2a]``) or a bare dated
+    id (``2026-05-02-use-postgres-3f2a``). Markdown links ``[label](url)`` are not citations.
+    """
+    found: list[tuple[int, str]] = []
+    for match in _BRACKETED_RE.finditer(text):
+        if text[match.end() : match.end() + 1] == "(":
+            continue  # [label](url)
+        found.append((match.start(1), match.group(1)))
+    for match in _DATED_ID_RE.finditer(text):
+        found.append((match.start(1), match.group(1)))
+    out: list[str] = []
+    for _, cited in sorted(found):
+        if cited not in out:
+            out.append(cited)
+    return out
+
+
 # --------------------------------------------------------------------------- raw sources
 
 

@@ -789,6 +789,174 @@ def wiki_lint(
         sys.exit(1)
 
 
+# ---- query, import-adr, eval (issue 3)
+
+
+@cli.command(name="query")
+@click.argument("question")
+@click.option(
+    "--k", type=int, default=None, help="Entries the LLM may open (settings: query.k, 3)."
+)
+@click.option(
+    "--budget",
+    type=int,
+    default=None,
+    help="Token budget of each prompt (settings: query.budget_tokens, 8000).",
+)
+@click.option(
+    "--backend",
+    metavar="NAME",
+    default=None,
+    help="offline | anthropic | claude-cli | mock; else LLM_WIKI_BACKEND, settings.yaml.",
+)
+@click.option("--model", default=None, help="The backend's model; else LLM_WIKI_MODEL.")
+@click.option(
+    "--file-back",
+    is_flag=True,
+    help="Record a passing answer as a synthesis entry (LLM backends only).",
+)
+@_json_option
+@_wiki_options
+def wiki_query(
+    question: str,
+    k: int | None,
+    budget: int | None,
+    backend: str | None,
+    model: str | None,
+    file_back: bool,
+    as_json: bool,
+    wiki_path: str | None,
+    reader: str | None,
+) -> None:
+    """Answer a question from the archive, citing the entries it rests on.
+
+    The LLM reads the index lines (prefiltered when they exceed the budget), opens at most --k
+    entries (and the entries that replaced them), and answers; citations are checked against
+    what was opened. Offline, the best-matching entries' summaries are quoted.
+
+    Example usage:
+
+    \b
+        llm-wiki query "Which database holds the ledger, and why?"
+        llm-wiki query "Why SQS?" --backend anthropic --json
+        llm-wiki query "How do we deploy?" --backend claude-cli --file-back
+    """
+    from llm_wiki.retrieve import query
+
+    wiki, viewer = _context(wiki_path, reader)
+    answer = query(
+        wiki,
+        viewer,
+        question,
+        k=k,
+        budget=budget,
+        backend=backend,
+        model=model,
+        file_back=file_back,
+    )
+    if answer.filed:
+        click.echo(f"Filed back as {answer.filed}", err=True)
+    elif answer.filed_note:
+        click.echo(answer.filed_note, err=True)
+    if as_json:
+        _print_json(answer.to_dict())
+        return
+    click.echo(answer.answer)
+    if answer.flagged:
+        click.echo(
+            "\nWarning: cited but not among the opened entries (unchecked): "
+            + ", ".join(answer.flagged)
+        )
+    sources = [c.source for c in answer.cited if c.source is not None]
+    if sources:
+        click.echo("\nSources:")
+        for source in sources:
+            row = source.row
+            mark = "" if row.effective_status == "active" else f" ({row.effective_status})"
+            click.echo(f"  {row.id}  {row.date}{mark}")
+            click.echo(f"    {_short(row.summary)}")
+            click.echo(f"    {row.path}")
+
+
+@cli.command(name="import-adr")
+@click.argument("folder", type=click.Path(exists=True, file_okay=False))
+@click.option("--domain", help="The entries' domain; default: a slug of the folder name.")
+@_json_option
+@_wiki_options
+def adr_import(
+    folder: str, domain: str | None, as_json: bool, wiki_path: str | None, reader: str | None
+) -> None:
+    """Import a folder of architecture decision records as decision entries.
+
+    Nygard, MADR, or records with YAML frontmatter; oldest first, origin: imported, with the
+    record's own date, status, options and supersessions (nothing invented). Importing the same
+    folder again adds nothing.
+
+    Example usage:
+
+    \b
+        llm-wiki import-adr docs/adr --domain platform
+        llm-wiki import-adr architecture-decision-records --json
+    """
+    from llm_wiki.adr import import_adr
+
+    wiki, viewer = _context(wiki_path, reader)
+    result = import_adr(wiki, folder, viewer=viewer, domain=domain)
+    if as_json:
+        _print_json(result.to_dict())
+    else:
+        for record in result.records:
+            if record.created:
+                replaces = (
+                    f" (supersedes {', '.join(record.supersedes)})" if record.supersedes else ""
+                )
+                click.echo(f"{record.name} -> {record.id}{replaces}")
+        skipped = len(result.records) - result.created
+        click.echo(
+            f"Imported {result.created} records into domain {result.domain}"
+            + (f"; {skipped} already there." if skipped else ".")
+        )
+    for warning in result.warnings:
+        click.echo(f"warning: {warning}", err=True)
+
+
+@cli.command(name="eval")
+@click.argument("questions", type=click.Path(exists=True, dir_okay=False))
+@click.option("--k", type=int, default=None, help="Entries picked per question (default 3).")
+@_json_option
+@_wiki_options
+def wiki_eval(
+    questions: str, k: int | None, as_json: bool, wiki_path: str | None, reader: str | None
+) -> None:
+    """Measure retrieval on a file of questions (no answers are generated).
+
+    One JSON object a line: {"qid", "question", "relevant": [entry ids or source names],
+    "kind"}. Prints recall@1/3/5, MRR, current@3, current_first, shortlist recall, none_correct,
+    false_none and the mean prompt size.
+
+    Example usage:
+
+    \b
+        llm-wiki eval tests/data/eval/tdr-dev.jsonl
+        llm-wiki eval questions.jsonl --k 5 --json
+    """
+    from llm_wiki.evaluation import evaluate
+
+    wiki, viewer = _context(wiki_path, reader)
+    result = evaluate(wiki, viewer, questions, k=k)
+    if as_json:
+        _print_json(result.to_dict())
+        return
+    metrics = result.metrics()
+    click.echo(f"{metrics['n']} questions, backend {result.backend}, k={result.k}")
+    for key, value in metrics.items():
+        if key != "n":
+            click.echo(f"  {key:<19} {'-' if value is None else value}")
+    misses = [r for r in result.results if r.kind != "none" and (r.rank or 99) > result.k]
+    for r in misses:
+        click.echo(f"  miss: {r.qid} ({r.kind}) {_short(r.question, 90)}")
+
+
 def main() -> None:
     cli(prog_name="llm-wiki")
 

@@ -1,0 +1,238 @@
+"""Measuring retrieval: run a file of questions through steps 1-3 of the query flow (no answer
+is generated) and score where the relevant entries land.
+
+One question a line (JSON): ``{"qid", "question", "relevant": [names], "kind"}``. A name matches
+an entry when it equals the entry's id, or the file-name stem of one of its sources (after any
+``kind:`` prefix, before any ``#``): ``0007-s3-user-access`` matches
+``sources: ["adr:0007-s3-user-access.md"]``. For ``kind: current`` the first name is the newest
+decision and the rest are the records it replaced; ``kind: none`` has no relevant entry.
+
+Metrics (answerable = every kind but ``none``):
+
+- ``recall@1/3/5``: share of answerable questions with a relevant entry in the first 1/3/5;
+- ``mrr``: mean reciprocal rank of the first relevant entry (0 when none is ranked);
+- ``current@3``: share of ``current`` questions whose newest record is in the first 3;
+- ``current_first``: share whose newest record ranks above every older relevant record;
+- ``shortlist_recall``: share of answerable questions with a relevant entry among the lines the
+  LLM is shown (the whole index, or what the prefilter kept);
+- ``none_correct``: share of ``none`` questions answered "nothing found";
+- ``false_none``: share of answerable questions wrongly answered "nothing found";
+- ``mean_prompt_tokens``: mean size of the pick prompt (the lines and the question).
+
+The ranking scored is the picks (with the entries that replaced them) followed by the ranker's
+order; offline the ranker alone. Recall counts the ranking even where the answer would say
+"nothing found"; ``false_none`` reports those separately.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from llm_wiki.access import Viewer
+from llm_wiki.backends import get_backend
+from llm_wiki.catalog import read_catalog
+from llm_wiki.errors import InvalidInput
+from llm_wiki.wiki import Wiki
+
+
+@dataclass(frozen=True)
+class EvalQuestion:
+    qid: str
+    question: str
+    relevant: tuple[str, ...]
+    kind: str
+
+
+def load_questions(path: str | Path) -> list[EvalQuestion]:
+    try:
+        lines = Path(path).read_text(encoding="utf-8").splitlines()
+    except OSError as exc:
+        raise InvalidInput(f"{path}: {exc.strerror}; check the path.") from None
+    out = []
+    for n, line in enumerate(lines, 1):
+        if not line.strip():
+            continue
+        try:
+            data = json.loads(line)
+        except json.JSONDecodeError as exc:
+            raise InvalidInput(f"{path}:{n}: malformed JSON ({exc.msg}); fix the line.") from None
+        if not isinstance(data, dict) or not isinstance(data.get("question"), str):
+            raise InvalidInput(
+                f'{path}:{n}: expected {{"qid", "question", "relevant": [...], "kind"}}.'
+            )
+        relevant = data.get("relevant") or []
+        if not isinstance(relevant, list) or not all(isinstance(r, str) for r in relevant):
+            raise InvalidInput(f"{path}:{n}: relevant must be a list of names.")
+        kind = str(data.get("kind") or ("none" if not relevant else "other"))
+        out.append(EvalQuestion(str(data.get("qid") or n), data["question"], tuple(relevant), kind))
+    if not out:
+        raise InvalidInput(f"{path} holds no questions; one JSON object a line.")
+    return out
+
+
+def source_stem(source: str) -> str:
+    """``adr:0007-x.md#L3`` -> ``0007-x``; ``raw/<sha>.txt#L1-L4`` -> ``<sha>``."""
+    name = source.split("#", 1)[0]
+    if ":" in name:
+        name = name.split(":", 1)[1]
+    name = name.rstrip("/").rsplit("/", 1)[-1]
+    stem, dot, _ = name.rpartition(".")
+    return stem if dot and stem else name
+
+
+def resolve_names(wiki: Wiki, viewer: Viewer, names: set[str]) -> dict[str, set[str]]:
+    """name -> ids of the visible entries it matches (by id or source stem)."""
+    found: dict[str, set[str]] = {n: set() for n in names}
+    clause, args = viewer.sql_filter()
+    with read_catalog(wiki) as catalog:
+        for entry_id, sources in catalog.db.execute(
+            f"SELECT id, sources FROM entries WHERE {clause}", args
+        ):
+            if entry_id in found:
+                found[entry_id].add(entry_id)
+            for source in json.loads(sources):
+                stem = source_stem(source)
+                if stem in found:
+                    found[stem].add(entry_id)
+    return found
+
+
+@dataclass(frozen=True)
+class QuestionResult:
+    qid: str
+    kind: str
+    question: str
+    relevant: tuple[str, ...]
+    ranked: tuple[str, ...]
+    rank: int | None  # 1-based rank of the first relevant entry
+    newest_rank: int | None
+    current_first: bool | None
+    shortlist_hit: bool | None
+    nothing_found: bool
+    prompt_tokens: int
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "qid": self.qid,
+            "kind": self.kind,
+            "question": self.question,
+            "relevant": list(self.relevant),
+            "top": list(self.ranked[:5]),
+            "rank": self.rank,
+            "newest_rank": self.newest_rank,
+            "current_first": self.current_first,
+            "shortlist_hit": self.shortlist_hit,
+            "nothing_found": self.nothing_found,
+            "prompt_tokens": self.prompt_tokens,
+        }
+
+
+@dataclass(frozen=True)
+class EvalResult:
+    k: int
+    backend: str
+    results: tuple[QuestionResult, ...]
+
+    def metrics(self) -> dict[str, Any]:
+        answerable = [r for r in self.results if r.kind != "none"]
+        nones = [r for r in self.results if r.kind == "none"]
+        current = [r for r in self.results if r.kind == "current"]
+
+        def share(items: list[QuestionResult], test: Any) -> float | None:
+            return round(sum(1 for r in items if test(r)) / len(items), 4) if items else None
+
+        def recall(at: int) -> float | None:
+            return share(answerable, lambda r: r.rank is not None and r.rank <= at)
+
+        mrr = (
+            round(sum(1 / r.rank for r in answerable if r.rank) / len(answerable), 4)
+            if answerable
+            else None
+        )
+        return {
+            "n": len(self.results),
+            "recall@1": recall(1),
+            "recall@3": recall(3),
+            "recall@5": recall(5),
+            "mrr": mrr,
+            "current@3": share(current, lambda r: r.newest_rank is not None and r.newest_rank <= 3),
+            "current_first": share(current, lambda r: bool(r.current_first)),
+            "shortlist_recall": share(answerable, lambda r: bool(r.shortlist_hit)),
+            "none_correct": share(nones, lambda r: r.nothing_found),
+            "false_none": share(answerable, lambda r: r.nothing_found),
+            "mean_prompt_tokens": round(
+                sum(r.prompt_tokens for r in self.results) / len(self.results), 1
+            )
+            if self.results
+            else 0,
+        }
+
+    def to_dict(self) -> dict[str, Any]:
+        data = self.metrics()
+        data["questions"] = [r.to_dict() for r in self.results]
+        return data
+
+
+def evaluate(
+    wiki: Wiki,
+    viewer: Viewer,
+    path: str | Path,
+    *,
+    k: int | None = None,
+    budget: int | None = None,
+    backend: str | None = None,
+    model: str | None = None,
+) -> EvalResult:
+    """Run every question of ``path`` through retrieval and score it (see the module doc)."""
+    from llm_wiki.retrieve import budget_and_k, retrieve
+
+    k, budget = budget_and_k(wiki, k, budget)
+    questions = load_questions(path)
+    chosen = get_backend(wiki, backend, model)
+    chosen.check()
+    names = resolve_names(wiki, viewer, {n for q in questions for n in q.relevant})
+    results = []
+    with read_catalog(wiki) as catalog:
+        for q in questions:
+            got = retrieve(
+                wiki,
+                viewer,
+                q.question,
+                backend=chosen,
+                k=k,
+                budget=budget,
+                shortlist=True,
+                catalog=catalog,
+            )
+            ranked = got.ranked_ids
+            relevant = set().union(*(names[n] for n in q.relevant)) if q.relevant else set()
+            rank = next((i + 1 for i, e in enumerate(ranked) if e in relevant), None)
+            newest_rank = current_first = None
+            if q.relevant:
+                newest = names[q.relevant[0]]
+                newest_rank = next((i + 1 for i, e in enumerate(ranked) if e in newest), None)
+                older = relevant - newest
+                older_ranks = [i + 1 for i, e in enumerate(ranked) if e in older]
+                current_first = newest_rank is not None and all(
+                    newest_rank < o for o in older_ranks
+                )
+            shown = {r.id for r in got.shortlist}
+            results.append(
+                QuestionResult(
+                    qid=q.qid,
+                    kind=q.kind,
+                    question=q.question,
+                    relevant=q.relevant,
+                    ranked=tuple(ranked),
+                    rank=rank,
+                    newest_rank=newest_rank,
+                    current_first=current_first if q.kind == "current" else None,
+                    shortlist_hit=bool(relevant & shown) if q.relevant else None,
+                    nothing_found=got.nothing_found,
+                    prompt_tokens=got.tokens_in or got.pick_prompt_tokens,
+                )
+            )
+    return EvalResult(k=k, backend=chosen.name, results=tuple(results))

@@ -1,0 +1,62 @@
+"""`llm-wiki eval`: the dev questions over the imported TDR records, scored end to end."""
+
+from __future__ import annotations
+
+import json
+
+from conftest import CORPORA, EVAL
+
+METRICS = {
+    "n",
+    "recall@1",
+    "recall@3",
+    "recall@5",
+    "mrr",
+    "current@3",
+    "current_first",
+    "shortlist_recall",
+    "none_correct",
+    "false_none",
+    "mean_prompt_tokens",
+    "questions",
+}
+
+
+def test_eval_scores_the_dev_set(cli):
+    cli("import-adr", str(CORPORA / "nationalarchives__tdr-dev-documentation"), "--domain", "tdr")
+    out = cli.json("eval", str(EVAL / "tdr-dev.jsonl"))
+    assert set(out) == METRICS
+    assert out["n"] == 30 and len(out["questions"]) == 30
+    # Measured offline (tests/bench/test_retrieval.py prints the same run against BM25).
+    assert out["recall@3"] >= 0.96 and out["shortlist_recall"] == 1.0
+    assert out["current@3"] == 1.0 and out["current_first"] == 1.0
+    assert 0 < out["mean_prompt_tokens"] <= 8000
+    by_qid = {q["qid"]: q for q in out["questions"]}
+    assert by_qid["tdr-22"]["rank"] == 1 and by_qid["tdr-22"]["current_first"] is True
+    text = cli("eval", str(EVAL / "tdr-dev.jsonl"), "--k", "3").stdout
+    assert text.startswith("30 questions, backend offline, k=3")
+    assert "recall@3" in text and "miss: tdr-26" in text
+
+
+def test_names_match_ids_and_source_stems(cli, tmp_path):
+    from llm_wiki.evaluation import source_stem
+
+    assert source_stem("adr:0007-s3-user-access.md") == "0007-s3-user-access"
+    assert source_stem("adr:docs/0007-x.md#Decision") == "0007-x"
+    assert source_stem("raw/abc123.txt#L1-L9") == "abc123"
+    written = cli.json(
+        "write", "--type", "incident", "--domain", "ops", "--summary", "Disk filled on db-1"
+    )
+    questions = tmp_path / "q.jsonl"
+    questions.write_text(
+        json.dumps({"qid": "q1", "question": "Why did the disk fill?", "relevant": [written["id"]]})
+        + "\n"
+    )
+    out = cli.json("eval", str(questions))
+    assert out["recall@1"] == 1.0 and out["current@3"] is None
+
+
+def test_malformed_questions_exit_2(cli, tmp_path):
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text('{"qid": "a", "question": "ok", "relevant": []}\n{not json\n')
+    assert "bad.jsonl:2: malformed JSON" in cli("eval", str(bad), code=2).stderr

@@ -1,0 +1,420 @@
+"""`llm-wiki query`: lines within the budget, picks, supersession, capped entries, checked
+citations, nothing found, file-back, walls. LLM steps run on the scripted mock backend."""
+
+from __future__ import annotations
+
+import json
+import re
+
+import pytest
+
+from conftest import write_args
+
+JSON_KEYS = {"answer", "cited", "opened", "mode", "backend", "model", "tokens_in", "tokens_out"}
+
+
+def tokens(text: str) -> int:
+    from llm_wiki.backends import estimate_tokens
+
+    return estimate_tokens(text)
+
+
+@pytest.fixture
+def mock():
+    from llm_wiki.backends import MockBackend
+
+    return MockBackend
+
+
+def ledger(cli, monkeypatch):
+    """An old ledger decision, the one that replaced it, and two unrelated entries."""
+    monkeypatch.setenv("LLM_WIKI_NOW", "2026-04-02")
+    old = cli.json(
+        *write_args(
+            "Keep the ledger in Postgres with one table per account type",
+            domain="ledger",
+            question=["Which database holds the ledger, and why?"],
+            body="Postings commit atomically across accounts with serializable transactions.",
+        )
+    )["id"]
+    monkeypatch.setenv("LLM_WIKI_NOW", "2026-06-15")
+    new = cli.json(
+        *write_args(
+            "Move the ledger to a single postings table partitioned by month",
+            domain="ledger",
+            supersedes=old,
+            body="Still Postgres; one postings table, range-partitioned by month.",
+        )
+    )["id"]
+    monkeypatch.setenv("LLM_WIKI_NOW", "2026-07-01")
+    sqs = cli.json(*write_args("Use Amazon SQS for the payment events queue", domain="platform"))
+    keys = cli.json(
+        *write_args("Rotate service API keys every 90 days", domain="security", tag=["secrets"])
+    )
+    return {"old": old, "new": new, "sqs": sqs["id"], "keys": keys["id"]}
+
+
+# --------------------------------------------------------------------------- offline
+
+
+def test_offline_answer_quotes_summaries_and_lists_sources(cli, monkeypatch):
+    ids = ledger(cli, monkeypatch)
+    out = cli("query", "How often do we rotate API keys?").stdout
+    assert out.startswith("Extractive answer (offline backend")
+    assert f"[{ids['keys']}]" in out and "Rotate service API keys every 90 days" in out
+    assert "Sources:" in out and f"entries/2026/07/{ids['keys']}.md" in out
+    assert ids["sqs"] not in out  # far below the best match: not quoted
+
+
+def test_json_has_exactly_the_documented_keys(cli, monkeypatch):
+    ids = ledger(cli, monkeypatch)
+    out = cli.json("query", "How often do we rotate API keys?")
+    assert set(out) == JSON_KEYS
+    assert out["mode"] == "extractive" and out["backend"] == "offline"
+    assert (out["tokens_in"], out["tokens_out"]) == (0, 0)
+    assert [c["id"] for c in out["cited"]] == [ids["keys"]]
+    assert out["cited"][0]["opened"] is True
+    assert set(out["opened"][0]) >= {"id", "date", "summary", "path"}
+
+
+def test_a_superseded_pick_opens_its_replacement_first(cli, monkeypatch):
+    ids = ledger(cli, monkeypatch)
+    out = cli.json("query", "Which database holds the ledger, with one table per account type?")
+    assert [o["id"] for o in out["opened"]][:2] == [ids["new"], ids["old"]]
+    assert out["opened"][1]["status"] == "superseded"
+    assert out["opened"][0]["note"] == f"replaces {ids['old']}"
+    text = cli("query", "Which database holds the ledger, with one table per account type?").stdout
+    assert f"Superseded by {ids['new']}." in text and f"It replaced {ids['old']}." in text
+
+
+def test_the_ranker_never_places_a_replaced_decision_above_its_replacement(cli, wiki, monkeypatch):
+    from llm_wiki.access import Viewer
+    from llm_wiki.catalog import read_catalog
+    from llm_wiki.retrieve import Ranker, parse_question
+
+    monkeypatch.setenv("LLM_WIKI_NOW", "2025-01-01")
+    first = cli.json(
+        *write_args(
+            "Run nightly exports with cron on the export host",
+            question=["How do nightly exports run?"],
+            alias=["export cron", "nightly export job"],
+        )
+    )["id"]
+    monkeypatch.setenv("LLM_WIKI_NOW", "2025-06-01")
+    second = cli.json(*write_args("Move exports to Airflow", supersedes=first))["id"]
+    monkeypatch.setenv("LLM_WIKI_NOW", "2026-01-01")
+    third = cli.json(*write_args("Step Functions replace Airflow", supersedes=second))["id"]
+    for n in range(6):
+        cli(*write_args(f"Exports of report {n} go to the nightly bucket", domain=f"d{n}"))
+    questions = [
+        "How do nightly exports run with cron on the export host?",
+        "export cron job",
+        "Airflow exports",
+        "What runs the nightly export job now?",
+    ]
+    with read_catalog(wiki) as catalog:
+        ranker = Ranker(catalog, Viewer.everyone())
+        for question in questions:
+            ranked = [r.row.id for r in ranker.rank(parse_question(question), 20).items]
+            chain = [i for i in (third, second, first) if i in ranked]
+            assert chain == sorted(chain, key=ranked.index), (question, ranked)
+            if first in ranked:
+                assert ranked.index(third) < ranked.index(second) < ranked.index(first)
+
+
+def test_nothing_found_offline_says_so(cli, monkeypatch):
+    ledger(cli, monkeypatch)
+    out = cli.json("query", "What is our parental leave policy for contractors?")
+    assert out["mode"] == "nothing-found" and out["cited"] == [] and out["opened"] == []
+    assert out["answer"].startswith("Nothing found")
+
+
+def test_bad_flags_exit_2(cli, monkeypatch):
+    ledger(cli, monkeypatch)
+    assert "--k 0 is out of range" in cli("query", "ledger", "--k", "0", code=2).stderr
+    assert "--budget 10 is too small" in cli("query", "ledger", "--budget", "10", code=2).stderr
+    assert "needs an LLM backend" in cli("query", "ledger", "--file-back", code=2).stderr
+    assert "question is empty" in cli("query", "  ", code=2).stderr
+
+
+# --------------------------------------------------------------------------- LLM picks and answers
+
+
+def pick(*ids: str) -> str:
+    return json.dumps({"ids": list(ids)})
+
+
+def test_llm_reads_all_lines_picks_and_answers_with_checked_citations(cli, wiki, mock, monkeypatch):
+    from llm_wiki.backends import read_calls
+
+    ids = ledger(cli, monkeypatch)
+    mock.enqueue(
+        pick("no-such-entry", ids["keys"]),
+        f"Service keys rotate every 90 days [{ids['keys']}].",
+    )
+    out = cli.json("query", "How often do keys rotate?", "--backend", "mock")
+    assert out["mode"] == "llm" and out["model"] == "mock-1"
+    assert [o["id"] for o in out["opened"]] == [ids["keys"]]  # the unknown name was dropped
+    assert [(c["id"], c["opened"]) for c in out["cited"]] == [(ids["keys"], True)]
+    (pick_purpose, pick_prompt), (answer_purpose, answer_prompt) = mock.history
+    assert (pick_purpose, answer_purpose) == ("query.pick", "query.answer")
+    for entry_id in ids.values():  # everything fits: the LLM reads every line
+        assert f"[{entry_id}](entries/" in pick_prompt
+    assert "narrowed" not in pick_prompt
+    assert "Rotate service API keys every 90 days" in answer_prompt
+    assert ids["sqs"] not in answer_prompt
+    calls = read_calls(wiki)
+    assert [c["purpose"] for c in calls] == ["query.pick", "query.answer"]
+    assert all(c["backend"] == "mock" and c["scope"] == "shared" and c["ok"] for c in calls)
+    assert out["tokens_in"] == sum(c["tokens_in"] for c in calls)
+
+
+def test_unknown_picks_fall_back_to_the_ranker(cli, mock, monkeypatch):
+    ids = ledger(cli, monkeypatch)
+    mock.enqueue("I would open 2099-01-01-made-up-0000.", f"Keys rotate [{ids['keys']}].")
+    out = cli.json("query", "How often do we rotate API keys?", "--backend", "mock")
+    assert out["opened"][0]["id"] == ids["keys"]
+
+
+def test_explicit_none_from_the_llm_means_nothing_found(cli, mock, monkeypatch):
+    ledger(cli, monkeypatch)
+    mock.enqueue(pick())
+    out = cli.json("query", "What is our parental leave policy?", "--backend", "mock")
+    assert out["mode"] == "nothing-found" and out["cited"] == []
+    assert len(mock.history) == 1  # no answer call
+
+
+def test_llm_saying_nothing_found_is_passed_on(cli, mock, monkeypatch):
+    ids = ledger(cli, monkeypatch)
+    mock.enqueue(pick(ids["sqs"]), "NOTHING FOUND")
+    out = cli.json("query", "Why SQS and not Kafka?", "--backend", "mock")
+    assert out["mode"] == "nothing-found" and out["answer"].startswith("Nothing found")
+
+
+def test_citations_outside_the_opened_entries_are_flagged(cli, mock, monkeypatch):
+    ids = ledger(cli, monkeypatch)
+    answer = f"Keys rotate every 90 days [{ids['keys']}], on SQS [{ids['sqs']}]."
+    mock.enqueue(pick(ids["keys"]), answer)
+    out = cli.json("query", "How often do keys rotate?", "--backend", "mock")
+    assert [(c["id"], c["opened"]) for c in out["cited"]] == [
+        (ids["keys"], True),
+        (ids["sqs"], False),
+    ]
+    assert out["cited"][1]["problem"] == "not among the opened entries"
+    mock.enqueue(pick(ids["keys"]), answer)
+    text = cli("query", "How often do keys rotate?", "--backend", "mock").stdout
+    assert f"Warning: cited but not among the opened entries (unchecked): {ids['sqs']}" in text
+    sources = text.split("Sources:")[1]
+    assert ids["keys"] in sources and ids["sqs"] not in sources
+
+
+def test_mock_responses_from_a_file_work_from_the_cli(cli, monkeypatch, tmp_path):
+    ids = ledger(cli, monkeypatch)
+    rules = tmp_path / "mock.json"
+    rules.write_text(
+        json.dumps(
+            [
+                {"purpose": "query.pick", "response": pick(ids["new"])},
+                {"purpose": "query.answer", "response": f"A postings table [{ids['new']}]."},
+            ]
+        )
+    )
+    monkeypatch.setenv("LLM_WIKI_MOCK_FILE", str(rules))
+    monkeypatch.setenv("LLM_WIKI_BACKEND", "mock")
+    out = cli("query", "How is the ledger stored?").stdout
+    assert out.startswith("A postings table") and "Sources:" in out
+
+
+# --------------------------------------------------------------------------- the budget
+
+
+def test_prompts_respect_the_budget_even_with_1_mib_bodies(cli, mock, monkeypatch):
+    big = []
+    for n, topic in enumerate(["ledger", "billing", "refunds"]):
+        paragraphs = [f"Paragraph {i} about {topic} postings and partitions." for i in range(23000)]
+        paragraphs[17000] = f"The {topic} retention rule: keep postings for seven years."
+        body = "\n\n".join(paragraphs)[: 1024 * 1024 - 64]
+        big.append(
+            cli.json(*write_args(f"Store {topic} postings in monthly partitions {n}", body=body))[
+                "id"
+            ]
+        )
+    for budget in (3000, 8000):
+        mock.reset()
+        mock.enqueue(pick(*big), f"Seven years [{big[0]}].")
+        out = cli.json(
+            "query",
+            "How long is the retention of postings?",
+            "--backend",
+            "mock",
+            "--budget",
+            str(budget),
+        )
+        assert [c["id"] for c in out["cited"]] == [big[0]]
+        (_, pick_prompt), (_, answer_prompt) = mock.history
+        assert tokens(pick_prompt) <= budget and tokens(answer_prompt) <= budget
+        assert answer_prompt.count("[… body excerpted") == 3
+        for entry_id in big:
+            assert f"id: {entry_id}" in answer_prompt  # frontmatter whole
+    assert "retention rule: keep postings for seven years" in answer_prompt  # matching paragraph
+
+
+def test_lines_over_the_budget_are_prefiltered(cli, mock, monkeypatch):
+    for n in range(80):
+        cli(*write_args(f"Decision number {n} about service {n} deployment windows", domain="ops"))
+    target = cli.json(
+        *write_args("Encrypt database backups with KMS keys", domain="security", tag=["backups"])
+    )["id"]
+    mock.enqueue(pick(target), f"With KMS [{target}].")
+    out = cli.json(
+        "query", "How are database backups encrypted?", "--backend", "mock", "--budget", "1500"
+    )
+    assert out["cited"][0]["id"] == target
+    (_, prompt), _ = mock.history
+    assert tokens(prompt) <= 1500
+    assert "A lexical search narrowed the archive's 81 entries to these" in prompt
+    assert f"[{target}]" in prompt
+    assert prompt.count("](entries/") < 81
+
+
+# --------------------------------------------------------------------------- file back
+
+
+def test_file_back_records_a_synthesis_from_a_passing_answer(cli, mock, monkeypatch):
+    ids = ledger(cli, monkeypatch)
+    monkeypatch.setenv("LLM_WIKI_NOW", "2026-08-01")
+    mock.enqueue(
+        pick(ids["old"]),
+        f"The ledger is one postings table partitioned by month [{ids['new']}], which replaced "
+        f"a table per account type [{ids['old']}].",
+    )
+    result = cli("query", "How is the ledger stored?", "--backend", "mock", "--file-back", "--json")
+    assert set(json.loads(result.stdout)) == JSON_KEYS
+    filed = re.search(r"Filed back as (\S+)", result.stderr).group(1)
+    shown = cli.json("show", filed)
+    assert shown["type"] == "synthesis" and shown["origin"] == "answer"
+    assert shown["sources"] == [ids["new"], ids["old"]]
+    assert shown["questions"] == ["How is the ledger stored?"]
+    assert shown["domain"] == "ledger" and shown["scope"] == "shared"
+    assert shown["summary"].startswith("The ledger is one postings table partitioned by month")
+
+
+def test_file_back_refuses_unchecked_citations(cli, mock, monkeypatch):
+    ids = ledger(cli, monkeypatch)
+    before = cli.json("list")["total"]
+    mock.enqueue(pick(ids["keys"]), f"Every 90 days [{ids['keys']}] via SQS [{ids['sqs']}].")
+    result = cli("query", "How often do keys rotate?", "--backend", "mock", "--file-back")
+    assert "Not filed back: its citations do not pass" in result.stderr
+    assert "not among the entries given" in result.stderr
+    mock.enqueue(pick(ids["keys"]), "Every 90 days.")
+    result = cli("query", "How often do keys rotate?", "--backend", "mock", "--file-back")
+    assert "Not filed back: its citations do not pass: a statement cites no entry" in result.stderr
+    mock.enqueue(pick(ids["keys"]), f"Every 45 days [{ids['keys']}].")  # invented number
+    result = cli("query", "How often do keys rotate?", "--backend", "mock", "--file-back")
+    assert "Not filed back: its citations do not pass" in result.stderr and "45" in result.stderr
+    assert cli.json("list")["total"] == before
+
+
+def test_file_back_refuses_answers_drawn_from_two_scopes(cli, mock, monkeypatch):
+    a = cli.json(*write_args("Use Postgres for the ledger", scope="team-a"))["id"]
+    b = cli.json(*write_args("Use Postgres for billing", scope="team-b"))["id"]
+    mock.enqueue(pick(a, b), f"Postgres [{a}] [{b}].")
+    result = cli("query", "Which database?", "--backend", "mock", "--file-back")
+    assert "Not filed back: it draws on entries from more than one scope" in result.stderr
+    assert cli.json("list")["total"] == 2
+
+
+# --------------------------------------------------------------------------- walls
+
+
+def test_hidden_entries_never_reach_a_prompt_or_an_answer(cli, wiki_path, mock):
+    (wiki_path / "access.yaml").write_text(
+        "readers:\n  alice: {scopes: [team-a]}\n  bob: {scopes: [team-b]}\n"
+    )
+    mine = cli.json(*write_args("Use Postgres for the ledger", scope="team-a"), "--as", "alice")
+    secret = cli.json(
+        *write_args("Acquire Initech to get its billing database", scope="team-b"), "--as", "bob"
+    )
+    mock.enqueue(pick(secret["id"], mine["id"]), f"Postgres [{mine['id']}] [{secret['id']}].")
+    out = cli.json("--as", "alice", "query", "Which billing database?", "--backend", "mock")
+    (_, pick_prompt), (_, answer_prompt) = mock.history
+    assert secret["id"] not in pick_prompt + answer_prompt and "Initech" not in pick_prompt
+    assert [o["id"] for o in out["opened"]] == [mine["id"]]  # a hidden name is just unknown
+    assert [c["opened"] for c in out["cited"]] == [True, False]
+    offline = cli.json("--as", "alice", "query", "Initech acquisition")
+    absent = cli.json("--as", "alice", "query", "Globex acquisition")
+    assert offline["mode"] == absent["mode"] == "nothing-found"
+    assert offline["answer"] == absent["answer"]
+
+
+WORDS = ["ledger", "postgres", "queue", "kafka", "billing", "refund", "keys", "deploy", "cache"]
+
+
+def test_property_replaced_decisions_never_rank_above_replacements(tmp_path_factory):
+    """Any archive with supersession chains, any question: every entry that replaced a ranked
+    entry is ranked before it."""
+    from hypothesis import HealthCheck, given, settings
+    from hypothesis import strategies as st
+
+    from llm_wiki.access import Viewer
+    from llm_wiki.catalog import read_catalog
+    from llm_wiki.entries import draft
+    from llm_wiki.retrieve import Ranker, parse_question
+    from llm_wiki.store import write_entry
+    from llm_wiki.wiki import Wiki, init_wiki
+
+    entry_spec = st.tuples(
+        st.lists(st.sampled_from(WORDS), min_size=1, max_size=4), st.integers(0, 10)
+    )
+
+    @settings(max_examples=20, deadline=None, suppress_health_check=list(HealthCheck))
+    @given(
+        st.lists(entry_spec, min_size=2, max_size=8),
+        st.lists(st.sampled_from(WORDS), min_size=1, max_size=3),
+    )
+    def check(specs, question_words):
+        root = tmp_path_factory.mktemp("prop") / "wiki"
+        init_wiki(root)
+        wiki, everyone = Wiki(root), Viewer.everyone()
+        ids: list[str] = []
+        for n, (words, link) in enumerate(specs):
+            supersedes = [ids[link % len(ids)]] if ids and link < 6 else []
+            entry = draft(
+                type="reflection",
+                domain="d",
+                summary=f"Entry {n}: " + " ".join(words),
+                supersedes=supersedes,
+                date=f"2026-01-{n + 1:02d}",
+            )
+            ids.append(write_entry(wiki, entry, viewer=everyone).id)
+        with read_catalog(wiki) as catalog:
+            ranker = Ranker(catalog, everyone)
+            ranked = ranker.rank(parse_question(" ".join(question_words)), 20).items
+            position = {r.row.id: n for n, r in enumerate(ranked)}
+            for item in ranked:
+                for newer in ranker.replacements(item.row):
+                    assert position[newer.id] < position[item.row.id]
+
+    check()
+
+
+def test_hidden_entries_do_not_move_visible_ones(cli, wiki_path):
+    """Under walls the ranking uses only the reader's own entries' statistics: whatever another
+    scope holds, the reader's answer is the same."""
+    (wiki_path / "access.yaml").write_text(
+        "readers:\n  alice: {scopes: [team-a]}\n  bob: {scopes: [team-b]}\n"
+    )
+    for summary in [
+        "Use Postgres for the ledger database",
+        "Back up the ledger nightly to S3",
+        "Encrypt database backups with KMS",
+        "Keep invoices for seven years",
+    ]:
+        cli(*write_args(summary, scope="team-a"), "--as", "alice")
+    question = ["--as", "alice", "query", "ledger database backups", "--k", "4"]
+    before = cli.json(*question)
+    for n in range(25):
+        cli(*write_args(f"Database backups database {n} ledger", scope="team-b"), "--as", "bob")
+    after = cli.json(*question)
+    assert after == before
+    assert len(before["opened"]) >= 2
