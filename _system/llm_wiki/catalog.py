@@ -924,6 +924,7 @@ class Catalog:
                 with contextlib.suppress(FileNotFoundError):
                     (self.wiki.root / rel).unlink()
                 written.append(rel)
+            _prune_empty_dirs(self.wiki.root / "index", self.wiki.root / "indexes")
         with self.db:
             self.db.executemany(
                 "INSERT OR REPLACE INTO rendered(path, size, mtime_ns) VALUES(?, ?, ?)", seen
@@ -1074,6 +1075,19 @@ class Catalog:
             "",
         ]
         return ("\n".join(head + body) + "\n").replace(ROOT_MARK, target.domain_prefix)
+
+
+def _prune_empty_dirs(*bases: Path) -> None:
+    """Remove the folders an index layout no longer uses (``index/`` once walls are on, a
+    scope's folder under ``indexes/`` once they are off), deepest first."""
+    for base in bases:
+        if not base.is_dir():
+            continue
+        for folder in sorted((p for p in base.rglob("*") if p.is_dir()), reverse=True):
+            with contextlib.suppress(OSError):
+                folder.rmdir()
+        with contextlib.suppress(OSError):
+            base.rmdir()
 
 
 def _n(count: int, one: str, many: str) -> str:

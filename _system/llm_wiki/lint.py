@@ -150,14 +150,14 @@ def _log_summary(wiki: Wiki, rows: Sequence[Row], findings: Sequence[Finding]) -
     lines = []
     for scope in sorted(checked.keys() | counts.keys(), key=lambda s: (not s, s)):
         group = counts.get(scope, dict.fromkeys(LEVELS, 0))
-        fields: dict[str, object] = {"scope": scope} if scope else {}
-        fields.update(
-            errors=group["error"],
-            warnings=group["warning"],
-            info=group["info"],
-            checked=checked.get(scope, 0),
-        )
-        lines.append(store.format_log_line("lint", **fields))
+        counted = {
+            "errors": group["error"],
+            "warnings": group["warning"],
+            "info": group["info"],
+            "checked": checked.get(scope, 0),
+        }
+        fields = {"scope": scope, **counted} if scope else counted
+        lines.append(store.format_log_line("lint", "", **fields))
     if not lines:  # nothing to check: still say that lint ran
         lines.append(store.format_log_line("lint", errors=0, warnings=0, info=0, checked=0))
     with store.locked(wiki):
