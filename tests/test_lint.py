@@ -2,28 +2,11 @@
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 
-from conftest import write_args
+from conftest import plant, write_args
 from llm_wiki.backends import MockBackend
-
-
-def plant(wiki_path, entry_id, date, fields, body="planted"):
-    """An entry written past the writer's checks (as an old version or a hand edit would), with
-    its log line, so verify stays clean and only lint's own checks can see it."""
-    lines = [f"id: {entry_id}", f"date: {date}"] + [f"{k}: {v}" for k, v in fields.items()]
-    text = "---\n" + "\n".join(lines) + "\n---\n" + body + "\n"
-    rel = f"entries/{date[:4]}/{date[5:7]}/{entry_id}.md"
-    path = wiki_path / rel
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(text)
-    os.chmod(path, 0o444)
-    sha = hashlib.sha256(text.encode()).hexdigest()
-    with open(wiki_path / "log.md", "a") as fh:
-        fh.write(f"{date}T09:00:00Z write {entry_id} sha256={sha} scope=shared path={rel}\n")
-    return entry_id
 
 
 def checks(result, level=None):
