@@ -12,7 +12,6 @@ import os
 import pytest
 
 from conftest import CORPORA, plant, write_args
-
 from llm_wiki.backends import MockBackend
 
 # What lint says about the untouched records, and why each is right.
@@ -27,7 +26,6 @@ EXPLAINED = {
 @pytest.fixture(scope="module")
 def corpora_wiki(tmp_path_factory):
     from conftest import Cli
-
     from llm_wiki.wiki import init_wiki
 
     path = tmp_path_factory.mktemp("corpora") / "wiki"
