@@ -453,3 +453,23 @@ def test_inbox_reports_a_failing_file_and_goes_on(cli, wiki_path, mock, tmp_path
     assert "a-binary.bin: failed (" in result.stdout and "not UTF-8" in result.stdout
     assert "b-chat.txt: Stored raw/" in result.stdout
     assert "2 files in" in result.stdout
+
+
+def test_only_the_most_related_lines_go_with_a_part(cli, wiki_path, mock):
+    topics = ["ledger rounding", "search reindex", "mobile release", "cache eviction", "sso login"]
+    for n in range(40):
+        topic = topics[n % len(topics)]
+        cli(*write_args(f"Note {n} on {topic} for the platform team", domain="platform"))
+    fifo = cli.json(
+        *write_args("Payout events go through SQS FIFO per merchant", domain="payments")
+    )["id"]
+    settings = wiki_path / "settings.yaml"
+    settings.write_text(settings.read_text() + "ingest:\n  index_tokens: 500\n")
+    mock.enqueue(mock_ingest.respond)
+    out = cli.json("ingest", DAY2, "--backend", "mock")
+    (_, prompt) = mock.history[0]
+    listed = re.findall(r"^- \d{4}-\d\d-\d\d .*$", prompt, re.M)
+    assert f"[{fifo}]" in listed[0]  # the related entry comes first
+    assert 0 < len(listed) < 41 and f"(the best {len(listed)} of 41" in prompt
+    assert sum(len(line) for line in listed) // 3 <= 500
+    assert out["written"][0]["supersedes"] == [fifo]

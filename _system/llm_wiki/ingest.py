@@ -396,20 +396,35 @@ def related_rows(
     catalog: Catalog, viewer: Viewer, text: str, allowance: int
 ) -> tuple[tuple[Row, ...], bool, int]:
     """The viewer's index lines most related to ``text`` that fit ``allowance`` tokens (all of
-    them when they fit), whether they were narrowed, and how many the viewer has."""
+    them when they fit), whether they were narrowed, and how many the viewer has.
+
+    The ranker searches for the text's key terms (the query's stop words left out, speaker names
+    and timestamps of messages too) that the viewer's entries hold, the :data:`MAX_TERMS` with
+    the highest frequency in the text times inverse document frequency in the archive.
+    """
     from llm_wiki.retrieve import MIN_LINE_TOKENS, Question, Ranker, _shortlist, parse_question
 
-    counts = Counter(w.lower() for w in _WORD_RE.findall(text))
-    terms = sorted(
-        (t for t in parse_question(text).terms if not t.isdigit() and len(t) > 2),
-        key=lambda t: -counts[t],
-    )[:MAX_TERMS]
     ranker = Ranker(catalog, viewer)
+    total = ranker.visible()
+    said = "\n".join(_message(line) for line in text.splitlines())
+    counts = Counter(w.lower() for w in _WORD_RE.findall(said))
+    candidates = sorted(
+        (t for t in parse_question(said).terms if not t.isdigit() and len(t) > 2),
+        key=lambda t: -counts[t],
+    )[: MAX_TERMS * 3]
+    idf = ranker.idf(candidates) if total else {}
+    held = [t for t in candidates if idf.get(t, (0.0, 0))[1]]
+    terms = sorted(held, key=lambda t: -counts[t] * idf[t][0])[:MAX_TERMS]
     question = Question(" ".join(terms), tuple(terms), False)
     ranking = ranker.rank(question, limit=min(2000, max(20, allowance // MIN_LINE_TOKENS)))
-    total = ranker.visible()
     rows, prefiltered = _shortlist(catalog, viewer, ranking, allowance, total)
     return rows, prefiltered, total
+
+
+def _message(line: str) -> str:
+    """A line without its speaker and timestamp, when it looks like a message."""
+    match = _SPEAKER_RE.match(line)
+    return line[match.end() :] if match else line
 
 
 def _prompt(
