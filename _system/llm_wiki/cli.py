@@ -961,7 +961,7 @@ def wiki_eval(
 
 
 @cli.command(name="ingest")
-@click.argument("path", required=False, metavar="PATH|-")
+@click.argument("path", required=False, metavar="[PATH|-]")
 @click.option(
     "--inbox",
     metavar="DIR",
@@ -971,6 +971,7 @@ def wiki_eval(
 @click.option(
     "--quiet-minutes",
     type=click.FloatRange(min=0),
+    metavar="MINUTES",
     help="With --inbox: minutes a file must be unchanged (default settings.yaml, 10).",
 )
 @click.option(
@@ -988,6 +989,7 @@ def wiki_eval(
 @click.option(
     "--max-calls",
     type=click.IntRange(min=1),
+    metavar="N",
     help="LLM calls per source at most (default settings.yaml ingest.max_calls, 20).",
 )
 @click.option("--dry-run", is_flag=True, help="Ask the LLM and check, but store and write nothing.")
