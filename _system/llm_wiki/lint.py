@@ -254,6 +254,13 @@ def _words(text: str) -> frozenset[str]:
     return frozenset(w for w in re.findall(r"[a-z0-9]+", text.lower()) if w not in _STOPWORDS)
 
 
+def summary_overlap(a: str, b: str) -> float:
+    """Share of distinct summary words two summaries have in common: the near-duplicate measure
+    (a writer that must not add a near-duplicate uses it too)."""
+    wa, wb = _words(a), _words(b)
+    return len(wa & wb) / len(wa | wb) if wa and wb else 0.0
+
+
 def _duplicates(rows: Sequence[Row]) -> list[Finding]:
     """Active evidence entries of one (scope, domain) whose summaries share most of their words.
 
