@@ -233,3 +233,18 @@ def test_max_calls_bounds_the_llm(cli, wiki_path):
     MockBackend.enqueue(*['{"contradictions": []}'] * 5)
     result = cli.json("lint", "--with-llm", "--max-calls", "2")
     assert result["llm_calls"] == 2 and len(MockBackend.history) == 2
+
+
+def test_raw_source_ingested_without_entries_is_info(cli, wiki_path):
+    raw = wiki_path / "raw"
+    raw.mkdir()
+    (raw / f"{'1' * 64}.txt").write_text("just chatter\n")
+    (raw / f"{'2' * 64}.txt").write_text("never read\n")
+    with open(wiki_path / "log.md", "a") as fh:
+        fh.write(f'2026-05-02T10:00:00Z ingest raw/{"1" * 64}.txt sha256={"1" * 64} entries=""\n')
+    found = {
+        f["message"].split()[0]: f["level"]
+        for f in cli.json("lint")["findings"]
+        if f["check"] == "raw-uncited"
+    }
+    assert found == {f"raw/{'1' * 64}.txt": "info", f"raw/{'2' * 64}.txt": "warning"}
