@@ -402,7 +402,7 @@ def related_rows(
     and timestamps of messages too) that the viewer's entries hold, the :data:`MAX_TERMS` with
     the highest frequency in the text times inverse document frequency in the archive.
     """
-    from llm_wiki.retrieve import MIN_LINE_TOKENS, Question, Ranker, parse_question, shortlist
+    from llm_wiki.retrieve import MIN_LINE_TOKENS, Question, Ranker, parse_question, shortlist_lines
 
     ranker = Ranker(catalog, viewer)
     total = ranker.visible()
@@ -417,7 +417,7 @@ def related_rows(
     terms = sorted(held, key=lambda t: -counts[t] * idf[t][0])[:MAX_TERMS]
     question = Question(" ".join(terms), tuple(terms), False)
     ranking = ranker.rank(question, limit=min(2000, max(20, allowance // MIN_LINE_TOKENS)))
-    rows, prefiltered = shortlist(catalog, viewer, ranking, allowance, total)
+    rows, prefiltered = shortlist_lines(catalog, viewer, ranking, allowance, total)
     return rows, prefiltered, total
 
 
