@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import subprocess
@@ -129,3 +130,19 @@ def write_args(summary: str = "Use Postgres for the ledger", **kw) -> list[str]:
         for item in value if isinstance(value, (list, tuple)) else [value]:
             args += [flag, str(item)]
     return args
+
+
+def plant(wiki_path, entry_id, date, fields, body="planted"):
+    """An entry written past the writer's checks (as an old version or a hand edit would), with
+    its log line, so verify stays clean and only lint's own checks can see it."""
+    lines = [f"id: {entry_id}", f"date: {date}"] + [f"{k}: {v}" for k, v in fields.items()]
+    text = "---\n" + "\n".join(lines) + "\n---\n" + body + "\n"
+    rel = f"entries/{date[:4]}/{date[5:7]}/{entry_id}.md"
+    path = wiki_path / rel
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text)
+    os.chmod(path, 0o444)
+    sha = hashlib.sha256(text.encode()).hexdigest()
+    with open(wiki_path / "log.md", "a") as fh:
+        fh.write(f"{date}T09:00:00Z write {entry_id} sha256={sha} scope=shared path={rel}\n")
+    return entry_id

@@ -2,28 +2,11 @@
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 
-from conftest import write_args
+from conftest import plant, write_args
 from llm_wiki.backends import MockBackend
-
-
-def plant(wiki_path, entry_id, date, fields, body="planted"):
-    """An entry written past the writer's checks (as an old version or a hand edit would), with
-    its log line, so verify stays clean and only lint's own checks can see it."""
-    lines = [f"id: {entry_id}", f"date: {date}"] + [f"{k}: {v}" for k, v in fields.items()]
-    text = "---\n" + "\n".join(lines) + "\n---\n" + body + "\n"
-    rel = f"entries/{date[:4]}/{date[5:7]}/{entry_id}.md"
-    path = wiki_path / rel
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(text)
-    os.chmod(path, 0o444)
-    sha = hashlib.sha256(text.encode()).hexdigest()
-    with open(wiki_path / "log.md", "a") as fh:
-        fh.write(f"{date}T09:00:00Z write {entry_id} sha256={sha} scope=shared path={rel}\n")
-    return entry_id
 
 
 def checks(result, level=None):
@@ -250,3 +233,18 @@ def test_max_calls_bounds_the_llm(cli, wiki_path):
     MockBackend.enqueue(*['{"contradictions": []}'] * 5)
     result = cli.json("lint", "--with-llm", "--max-calls", "2")
     assert result["llm_calls"] == 2 and len(MockBackend.history) == 2
+
+
+def test_raw_source_ingested_without_entries_is_info(cli, wiki_path):
+    raw = wiki_path / "raw"
+    raw.mkdir()
+    (raw / f"{'1' * 64}.txt").write_text("just chatter\n")
+    (raw / f"{'2' * 64}.txt").write_text("never read\n")
+    with open(wiki_path / "log.md", "a") as fh:
+        fh.write(f'2026-05-02T10:00:00Z ingest raw/{"1" * 64}.txt sha256={"1" * 64} entries=""\n')
+    found = {
+        f["message"].split()[0]: f["level"]
+        for f in cli.json("lint")["findings"]
+        if f["check"] == "raw-uncited"
+    }
+    assert found == {f"raw/{'1' * 64}.txt": "info", f"raw/{'2' * 64}.txt": "warning"}

@@ -142,3 +142,42 @@ def test_wiki_lint_job(wiki_path):
     bad = run_script("wiki-lint", env={"LLM_WIKI_DIR": wiki_path})
     assert bad.returncode == 1
     assert "done (exit 1)" in bad.stderr and STAMP.search(bad.stderr)
+
+
+def test_wiki_ingest_job_ingests_quiet_files_once(wiki_path):
+    inbox = wiki_path / "inbox"
+    inbox.mkdir()
+    chat = inbox / "team-chat.txt"
+    chat.write_bytes((REPO / "tests/data/ingest/team-chat.txt").read_bytes())
+    os.utime(chat, (1776178800, 1776178800))  # 2026-04-14T15:00:00Z
+    use_backend(wiki_path, "mock")
+    env = {
+        "LLM_WIKI_DIR": wiki_path,
+        "LLM_WIKI_MOCK_FILE": REPO / "tests" / "mock_ingest.py",
+        "LLM_WIKI_NOW": "2026-04-14T15:05:00Z",
+    }
+    early = run_script("wiki-ingest", env=env)
+    assert early.returncode == 0, early.stderr
+    assert "team-chat.txt: waiting" in early.stdout
+    env["LLM_WIKI_NOW"] = "2026-04-14T15:10:00Z"
+    proc = run_script("wiki-ingest", env=env)
+    assert proc.returncode == 0, proc.stderr
+    assert "team-chat.txt: Stored raw/" in proc.stdout and "2 entries written" in proc.stdout
+    assert len(STAMP.findall(proc.stderr)) >= 2 and "done (exit 0)" in proc.stderr
+    again = run_script("wiki-ingest", env=env)
+    assert again.returncode == 0 and "team-chat.txt: Nothing new" in again.stdout
+    assert Cli(wiki_path).json("stats")["entries"] == 2
+
+
+def test_wiki_ingest_job_fails_loudly_without_an_llm(wiki_path):
+    inbox = wiki_path / "inbox"
+    inbox.mkdir()
+    (inbox / "chat.txt").write_text("maria: we decided\n")
+    os.utime(inbox / "chat.txt", (1700000000, 1700000000))
+    proc = run_script("wiki-ingest", env={"LLM_WIKI_DIR": wiki_path})  # backend: offline
+    assert proc.returncode == 1
+    errors = [ln for ln in proc.stderr.splitlines() if " ERROR: " in ln]
+    assert errors and STAMP.match(errors[0]) and "anthropic or claude-cli" in errors[0]
+    assert not (wiki_path / "raw").exists()
+    missing = run_script("wiki-ingest", env={"LLM_WIKI_DIR": wiki_path, "LLM_WIKI_INBOX": "/nope"})
+    assert missing.returncode == 2 and "LLM_WIKI_INBOX" in missing.stderr

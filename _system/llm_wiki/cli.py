@@ -976,6 +976,143 @@ def wiki_eval(
         click.echo(f"  miss: {r.qid} ({r.kind}) {_short(r.question, 90)}")
 
 
+# ---- ingest
+
+
+@cli.command(name="ingest")
+@click.argument("path", required=False, metavar="[PATH|-]")
+@click.option(
+    "--inbox",
+    metavar="DIR",
+    type=click.Path(exists=True, file_okay=False),
+    help="Ingest every file of DIR unchanged for --quiet-minutes (for a scheduled job).",
+)
+@click.option(
+    "--quiet-minutes",
+    type=click.FloatRange(min=0),
+    metavar="MINUTES",
+    help="With --inbox: minutes a file must be unchanged (default settings.yaml, 10).",
+)
+@click.option(
+    "--kind",
+    type=click.Choice(["conversation", "document"]),
+    help="What the source is (default: guessed from its lines).",
+)
+@click.option("--scope", help="The entries' audience; default from settings.yaml (shared).")
+@click.option(
+    "--backend",
+    metavar="NAME",
+    help="anthropic | claude-cli; else LLM_WIKI_BACKEND, settings.yaml.",
+)
+@click.option("--model", help="The backend's model; else LLM_WIKI_MODEL.")
+@click.option(
+    "--max-calls",
+    type=click.IntRange(min=1),
+    metavar="N",
+    help="LLM calls per source at most (default settings.yaml ingest.max_calls, 20).",
+)
+@click.option("--dry-run", is_flag=True, help="Ask the LLM and check, but store and write nothing.")
+@_json_option
+@_wiki_options
+def wiki_ingest(
+    path: str | None,
+    inbox: str | None,
+    quiet_minutes: float | None,
+    kind: str | None,
+    scope: str | None,
+    backend: str | None,
+    model: str | None,
+    max_calls: int | None,
+    dry_run: bool,
+    as_json: bool,
+    wiki_path: str | None,
+    reader: str | None,
+) -> None:
+    """Compile a conversation or document into cited entries (raw source kept in raw/).
+
+    The source is stored as raw/<sha256>.<ext> and logged; the LLM proposes decisions (with
+    their alternatives), incidents, findings and reflections, each citing lines of the source
+    with a verbatim quote that must be found there; updates supersede. Ingesting the same bytes
+    again does nothing; a conversation that grew is read from its new part. Needs an LLM backend.
+
+    Example usage:
+
+    \b
+        llm-wiki ingest chat-2026-04-14.txt --backend anthropic
+        cat notes.md | llm-wiki ingest - --kind document --dry-run --json
+        llm-wiki ingest --inbox ~/llm-wiki-inbox --quiet-minutes 10
+    """
+    from llm_wiki.errors import InvalidInput
+    from llm_wiki.ingest import ingest, ingest_file, ingest_inbox
+
+    if (path is None) == (inbox is None):
+        raise InvalidInput("give either PATH (or - for stdin) or --inbox DIR.")
+    if quiet_minutes is not None and inbox is None:
+        raise InvalidInput("--quiet-minutes goes with --inbox DIR.")
+    wiki, viewer = _context(wiki_path, reader)
+    options: dict[str, Any] = {
+        "kind": kind,
+        "scope": scope,
+        "dry_run": dry_run,
+        "backend": backend,
+        "model": model,
+        "max_calls": max_calls,
+    }
+    if inbox is not None:
+        batch = ingest_inbox(wiki, viewer, inbox, quiet_minutes=quiet_minutes, **options)
+        if as_json:
+            _print_json(batch.to_dict())
+        else:
+            for item in batch.items:
+                if item.result is not None:
+                    click.echo(f"{item.name}: {_ingest_line(item.result)}")
+                else:
+                    click.echo(
+                        f"{item.name}: {item.status}" + (f" ({item.detail})" if item.detail else "")
+                    )
+            click.echo(f"{_n(len(batch.items), 'file')} in {batch.folder}.")
+        if batch.failed:
+            sys.exit(1)
+        return
+    if path == "-":
+        result = ingest(wiki, viewer, sys.stdin.buffer.read(), name="-", **options)
+    else:
+        result = ingest_file(wiki, viewer, str(path), **options)
+    if as_json:
+        _print_json(result.to_dict())
+        return
+    click.echo(_ingest_line(result))
+    verb = "Would write" if result.status == "dry-run" else "Wrote"
+    for w in result.written:
+        again = "" if w.created else " (already recorded)"
+        click.echo(f"  {verb.lower()} {w.id}{again}  {w.type}: {_short(w.summary, 90)}")
+        if w.supersedes:
+            click.echo(f"    supersedes {', '.join(w.supersedes)}")
+    for r in result.rejected:
+        click.echo(f"  rejected: {_short(r.summary or '(no summary)', 80)}")
+        for p in r.problems:
+            click.echo(f"    {p.kind}: {p.detail}")
+
+
+def _ingest_line(result: Any) -> str:
+    """One line saying what an ingest did."""
+    if result.status == "unchanged":
+        when = f" on {result.ingested_at}" if result.ingested_at else ""
+        return f"Nothing new: {result.raw} was already ingested into scope {result.scope}{when}."
+    lines = f"lines {result.first_line}-{result.last_line}"
+    if result.previous:
+        lines += f", new since {result.previous}"
+    head = "Dry run, nothing stored" if result.status == "dry-run" else f"Stored {result.raw}"
+    written = len(result.written)
+    return (
+        f"{head} ({result.kind}, {lines}; {_n(result.calls, 'LLM call')}): "
+        f"{written} entr{'y' if written == 1 else 'ies'} "
+        f"{'would be ' if result.status == 'dry-run' else ''}written, "
+        f"{_n(len(result.rejected), 'proposal')} rejected, "
+        f"{_n(result.quotes_checked, 'quote')} checked."
+    )
+
+
 def main() -> None:
     cli(prog_name="llm-wiki")
 

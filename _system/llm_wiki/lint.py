@@ -7,9 +7,10 @@ Deterministic checks, each finding at a level:
   tool's back (``verify``);
 - warning: near-duplicate summaries within a domain; an authored decision without alternatives;
   a synthesis resting on an entry since superseded (its domain is out of date); a raw source no
-  entry cites; a tag or domain used once that looks like a typo of a used one;
-- info: an imported decision without alternatives (nothing is invented on import); an active
-  entry past the schema's review window; any other tag or domain used once.
+  entry cites and no ingest read; a tag or domain used once that looks like a typo of a used one;
+- info: an imported or ingested decision without alternatives (nothing is invented from a
+  source); an active entry past the schema's review window; a raw source an ingest read and found
+  nothing in; any other tag or domain used once.
 
 With ``--with-llm``, entries of one domain that share a tag are shown to the LLM, which names
 contradictions; each must quote both entries verbatim or it is dropped. Calls stop at
@@ -276,6 +277,13 @@ def _words(text: str) -> frozenset[str]:
     return frozenset(w for w in re.findall(r"[a-z0-9]+", text.lower()) if w not in _STOPWORDS)
 
 
+def summary_overlap(a: str, b: str) -> float:
+    """Share of distinct summary words two summaries have in common: the near-duplicate measure
+    (a writer that must not add a near-duplicate uses it too)."""
+    wa, wb = _words(a), _words(b)
+    return len(wa & wb) / len(wa | wb) if wa and wb else 0.0
+
+
 def _duplicates(rows: Sequence[Row]) -> list[Finding]:
     """Active evidence entries of one (scope, domain) whose summaries share most of their words.
 
@@ -389,20 +397,37 @@ def _stale_syntheses(rows: Sequence[Row], by_id: dict[str, Row]) -> list[Finding
 
 
 def _uncited_raw(wiki: Wiki, rows: Sequence[Row]) -> list[Finding]:
+    """Raw sources no entry cites: a warning when no ingest ever read them (stored, never
+    compiled), info when an ingest read them and found nothing worth keeping (chatter)."""
     if not wiki.raw_dir.is_dir():
         return []
     cited = {s.split("#", 1)[0] for r in rows for s in r.sources if s.startswith("raw/")}
-    return [
-        Finding(
-            "warning",
-            "raw-uncited",
-            (),
-            f"raw/{path.name} is cited by no entry: it was stored but never compiled; ingest it "
-            "again or remove it from raw/.",
-        )
-        for path in sorted(wiki.raw_dir.iterdir())
-        if path.is_file() and not path.name.startswith(".") and f"raw/{path.name}" not in cited
-    ]
+    compiled = {line.subject for _, line in store.read_log(wiki) if line.op == "ingest"}
+    out = []
+    for path in sorted(wiki.raw_dir.iterdir()):
+        rel = f"raw/{path.name}"
+        if not path.is_file() or path.name.startswith(".") or rel in cited:
+            continue
+        if rel in compiled:
+            out.append(
+                Finding(
+                    "info",
+                    "raw-uncited",
+                    (),
+                    f"{rel} was ingested and gave no entries (nothing in it met the schema's rule for writing).",
+                )
+            )
+        else:
+            out.append(
+                Finding(
+                    "warning",
+                    "raw-uncited",
+                    (),
+                    f"{rel} is cited by no entry and no ingest read it: stored but never compiled; "
+                    "run `llm-wiki ingest` on it, or remove it from raw/.",
+                )
+            )
+    return out
 
 
 def _rare_names(rows: Sequence[Row]) -> list[Finding]:

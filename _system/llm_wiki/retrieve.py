@@ -526,7 +526,7 @@ def retrieve(
     total = ranker.visible()
     prompt_tokens = 0
     if want_lines:
-        rows, prefiltered = _shortlist(catalog, viewer, ranking, allowance, total)
+        rows, prefiltered = shortlist_lines(catalog, viewer, ranking, allowance, total)
         prompt = render_prompt(
             "query_pick.j2",
             question=parsed.text,
@@ -584,7 +584,7 @@ def retrieve(
     )
 
 
-def _shortlist(
+def shortlist_lines(
     catalog: Catalog, viewer: Viewer, ranking: Ranking, allowance: int, total: int
 ) -> tuple[tuple[Row, ...], bool]:
     """All the viewer's lines if they fit ``allowance`` tokens, else the best-ranked that fit."""
