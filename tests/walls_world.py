@@ -25,6 +25,7 @@ from __future__ import annotations
 import json
 import re
 import sqlite3
+from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -92,6 +93,15 @@ class World:
     file_back: bool
     consolidate: str | None  # None | "offline" | "mock"
     walls_from: int = 0  # access.yaml is written before this entry (0: from the start)
+    source: tuple[tuple[str, ...], ...] = ()  # lines of a chat to ingest (words, lure words)
+    ingest_scope: str = ""  # where the subject ingests it ("": no ingest)
+    root_ingest_scope: str = ""  # where root ingested the same bytes first, as .md
+
+    def source_text(self) -> str:
+        return "".join(
+            f"{ACTORS[n % len(ACTORS)]}: we settled {' '.join(words)} for the ledger\n"
+            for n, words in enumerate(self.source)
+        )
 
     def access_yaml(self) -> str:
         lines = ["readers:", "  root:", "    admin: true"]
@@ -118,17 +128,27 @@ class World:
 
 @st.composite
 def worlds(draw: st.DrawFn) -> World:
+    """Mostly the interesting shape: every walled reader sees some scopes and not others, most
+    entries are written, the subject is a walled reader; now and then a reader who sees nothing,
+    one who reads every scope without being admin, or the admin as the subject."""
     scopes = tuple(draw(st.lists(st.sampled_from(SCOPE_POOL), min_size=2, max_size=4, unique=True)))
     names = draw(st.lists(st.sampled_from(READER_POOL), min_size=1, max_size=3, unique=True))
     readers = []
     for name in names:
-        mine = draw(st.lists(st.sampled_from(scopes), max_size=len(scopes), unique=True))
-        rest = [s for s in scopes if s not in mine]
-        read_only = (
-            draw(st.lists(st.sampled_from(rest), max_size=len(rest), unique=True)) if rest else []
-        )
+        shape = draw(st.integers(0, 9))
+        if shape == 0:  # sees nothing
+            mine, read_only = [], []
+        elif shape == 1:  # reads every scope, writes one, is no admin
+            mine = [draw(st.sampled_from(scopes))]
+            read_only = [s for s in scopes if s not in mine]
+        else:  # writes some, maybe reads one more, never sees them all
+            mine = draw(
+                st.lists(st.sampled_from(scopes), min_size=1, max_size=len(scopes) - 1, unique=True)
+            )
+            rest = [s for s in scopes if s not in mine]
+            read_only = draw(st.lists(st.sampled_from(rest), max_size=len(rest) - 1, unique=True))
         readers.append((name, tuple(mine), tuple(read_only)))
-    writers = [*names, "root", "root"]
+    writers = [*names, "root", "root", "root"]
     index = st.none() | st.integers(0, 8)
     spec = st.builds(
         Spec,
@@ -142,7 +162,7 @@ def worlds(draw: st.DrawFn) -> World:
         source=index,
         day=st.integers(1, 28),
     )
-    specs = tuple(draw(st.lists(spec, min_size=1, max_size=9)))
+    specs = tuple(draw(st.lists(spec, min_size=3, max_size=9)))
     question = st.lists(
         st.sampled_from(VOCAB) | st.integers(0, 8).map(lambda n: f"lure{n:02d}"),
         min_size=1,
@@ -152,12 +172,15 @@ def worlds(draw: st.DrawFn) -> World:
         scopes=scopes,
         readers=tuple(readers),
         specs=specs,
-        subject=draw(st.sampled_from([*names, *names, "root"])),
+        subject=draw(st.sampled_from([*names, *names, *names, "root"])),
         questions=tuple(draw(st.lists(question, min_size=1, max_size=2))),
-        mock_query=draw(st.booleans()),
+        mock_query=draw(st.sampled_from([True, True, False])),
         file_back=draw(st.booleans()),
-        consolidate=draw(st.sampled_from([None, None, "offline", "mock"])),
+        consolidate=draw(st.sampled_from([None, "offline", "mock"])),
         walls_from=draw(st.sampled_from([0, 0, 0, 1, 2, 3])),
+        source=tuple(draw(st.lists(question, min_size=3, max_size=5))),
+        ingest_scope=draw(st.sampled_from(["", *scopes, *scopes, NEVER_SCOPE])),
+        root_ingest_scope=draw(st.sampled_from(["", *scopes])),
     )
 
 
@@ -175,6 +198,23 @@ def respond(prompt: str, purpose: str) -> str:
         return " ".join(f"It is recorded [{i}]." for i in opened) or "NOTHING FOUND"
     if purpose == "lint":
         return json.dumps({"contradictions": []})
+    if purpose.startswith("ingest"):
+        current = [
+            m.group(1)
+            for m in re.finditer(r"^- \d{4}-\d\d-\d\d .*?\[([a-z0-9-]+)\]\(.*$", prompt, re.M)
+            if "superseded by" not in m.group(0)
+        ]
+        proposals = [
+            {
+                "type": "reflection",
+                "domain": "ledger",
+                "summary": said[0].upper() + said[1:] + ".",
+                "supersedes": current[:1],
+                "cites": [{"lines": f"L{number}", "quote": said}],
+            }
+            for number, said in re.findall(r"^L(\d+): \w+: (.{12,})$", prompt, re.M)[:2]
+        ]
+        return json.dumps({"entries": proposals})
     return mock_llm.respond(prompt, purpose)
 
 
@@ -183,6 +223,7 @@ class Written:
     id: str
     scope: str
     markers: tuple[str, ...] = ()
+    domain: str = ""
 
 
 @dataclass
@@ -198,6 +239,8 @@ class Case:
     outputs: int = 0
     prompts: int = 0
     probes: int = 0
+    root_raw: str = ""
+    covered: Counter[str] = field(default_factory=Counter)  # what this case exercised
 
     def __post_init__(self) -> None:
         init_wiki(self.root)
@@ -224,7 +267,8 @@ class Case:
         for path in sorted((self.root / "entries").rglob("*.md")):
             entry = parse_entry(path.read_text(encoding="utf-8"))
             known = by_id.get(entry.id)
-            out.append(known or Written(entry.id, entry.scope))
+            markers = known.markers if known else ()
+            out.append(Written(entry.id, entry.scope, markers, entry.domain))
         return out
 
     def secrets(self, reader: str) -> list[str]:
@@ -233,6 +277,8 @@ class Case:
         hidden = [w for w in self.on_disk() if not world.can_read(reader, w.scope)]
         out = [w.id for w in hidden] + [m for w in hidden for m in w.markers]
         out += [s for s in world.scopes if not world.can_read(reader, s)]
+        if self.root_raw and not world.can_read(reader, world.root_ingest_scope):
+            out.append(self.root_raw)  # another scope ingested these very bytes
         return out
 
     def check(self, what: str, text: str, secrets: Iterable[str]) -> None:
@@ -241,12 +287,15 @@ class Case:
             if secret in text:
                 self.leak(f"{what}: shows {secret!r}")
 
-    def snapshot(self) -> tuple[dict[str, bytes], int]:
+    def snapshot(self) -> tuple[dict[str, tuple[int, int, int]], int]:
+        """Every file (but the catalog cache) as (inode, size, mtime), and the catalog's rows.
+        Files are only ever replaced (a new inode) or appended to (a new size and mtime)."""
         files = {}
         for path in sorted(self.root.rglob("*")):
             rel = path.relative_to(self.root).as_posix()
             if path.is_file() and not rel.startswith(".llm-wiki/catalog.sqlite3"):
-                files[rel] = path.read_bytes()
+                st = path.stat()
+                files[rel] = (st.st_ino, st.st_size, st.st_mtime_ns)
         db = sqlite3.connect(str(self.root / ".llm-wiki" / "catalog.sqlite3"))
         try:
             rows = db.execute("SELECT count(*) FROM entries").fetchone()[0]
@@ -270,7 +319,8 @@ class Case:
             self.leak(
                 f"{what}: a refused write left a trace: {changed} rows {before[1]}->{after[1]}"
             )
-        self.refused_markers.append(marker)
+        if marker:
+            self.refused_markers.append(marker)
         return result.stderr
 
     # -- the writes
@@ -320,6 +370,46 @@ class Case:
                 )
             )
 
+    def source(self, suffix: str) -> Path:
+        path = self.root.parent / f"chat{suffix}"
+        path.write_text(self.world.source_text())
+        return path
+
+    def root_ingest(self) -> None:
+        """root ingests the chat first, into its scope, as a .md file."""
+        scope = self.world.root_ingest_scope
+        if not scope:
+            return
+        MockBackend.enqueue(*[respond] * 4)
+        got = self.run("--as", "root", "ingest", str(self.source(".md")), "--backend", "mock",
+                       "--scope", scope, "--json")  # fmt: skip
+        MockBackend.queue.clear()
+        if got.exit_code != 0:
+            self.leak(f"root ingest into {scope} failed: {got.output}")
+            return
+        self.root_raw = json.loads(got.stdout)["raw"]
+
+    def ingest(self, reader: str, secrets: list[str]) -> None:
+        scope = self.world.ingest_scope
+        if not scope:
+            return
+        args = ["--as", reader, "ingest", str(self.source(".txt")), "--backend", "mock",
+                "--scope", scope, "--json"]  # fmt: skip
+        if not self.world.can_write(reader, scope):
+            message = self.refused(f"{reader} ingest --scope {scope}", args, "")
+            if "may not write to scope" not in message:
+                self.leak(f"{reader} ingest --scope {scope}: unexpected refusal: {message}")
+            return
+        MockBackend.enqueue(*[respond] * 4)
+        got = self.run(*args)
+        MockBackend.queue.clear()
+        self.covered["ingest"] += 1
+        if self.root_raw and self.root_raw in secrets:
+            self.covered["ingest after a hidden scope ingested the same bytes"] += 1
+        self.check(f"{reader} ingest", got.output, secrets)
+        if got.exit_code != 0:
+            self.leak(f"{reader} ingest into {scope} failed: {got.output}")
+
     # -- one reader, every read path
     def read_all(self, reader: str, full: bool) -> None:
         world = self.world
@@ -327,6 +417,8 @@ class Case:
         entries = self.on_disk()
         visible = {w.id for w in entries if world.can_read(reader, w.scope)}
         hidden = [w for w in entries if w.id not in visible]
+        if hidden:
+            self.covered["a reader with hidden entries"] += 1
         me = ["--as", reader]
         history_from = len(MockBackend.history)
 
@@ -354,19 +446,18 @@ class Case:
             return
 
         self.check(f"{reader} list", self.run(*me, "list").output, secrets)
-        for actor in ACTORS:
+        for actor in ACTORS[: 1 + len(entries) % 2]:
             got = json.loads(self.run(*me, "list", "--actor", actor, "--json").stdout)
             mine = {w.id for w in entries if w.id in visible and self._actor(w) == actor}
             if {e["id"] for e in got["entries"]} != mine:
                 self.leak(f"{reader} list --actor {actor}: not the visible entries of {actor}")
             self.check(f"{reader} list --actor", json.dumps(got), secrets)
         empty = self.run(*me, "list", "--scope", NEVER_SCOPE, "--json").output
-        for scope in world.scopes:
-            if not world.can_read(reader, scope):
-                got = self.run(*me, "list", "--scope", scope, "--json").output
-                if got != empty:
-                    self.leak(f"{reader} list --scope {scope}: differs from an unknown scope")
-        for w in entries:
+        for scope in [s for s in world.scopes if not world.can_read(reader, s)][:1]:
+            got = self.run(*me, "list", "--scope", scope, "--json").output
+            if got != empty:
+                self.leak(f"{reader} list --scope {scope}: differs from an unknown scope")
+        for w in [w for w in entries if w.id in visible][:3]:
             if w.id in visible:
                 shown = self.run(*me, "show", w.id)
                 if shown.exit_code != 0 or w.id not in shown.stdout:
@@ -394,6 +485,7 @@ class Case:
             f"{reader} eval", self.run(*me, "eval", str(questions), "--json").output, secrets
         )
 
+        self.ingest(reader, secrets)
         if world.mock_query:
             MockBackend.enqueue(*[respond] * 50)
             for question in world.questions:
@@ -414,8 +506,9 @@ class Case:
             )
             MockBackend.queue.clear()
             domain = "never-used"
-            hidden_domains = {s.domain for s in world.specs} - {
-                s.domain for s in world.specs if world.can_write(reader, s.scope)
+            on_disk = self.on_disk()
+            hidden_domains = {w.domain for w in on_disk} - {
+                w.domain for w in on_disk if world.can_write(reader, w.scope)
             }
             if hidden_domains:
                 one = sorted(hidden_domains)[0]
@@ -428,13 +521,19 @@ class Case:
                     self.leak(
                         f"{reader} consolidate --domain {one}: differs from an unknown domain"
                     )
-        for command in (["index", "--json"], ["index", "--check"], ["archive", "--dry-run"]):
+        for command in (["index", "--json"], ["archive", "--dry-run"]):
             got = self.run(*me, *command)
             self.check(f"{reader} {' '.join(command)}", got.output, secrets)
             if reader != "root" and (
                 got.exit_code != 1 or "does not run as reader" not in got.output
             ):
                 self.leak(f"{reader} {command[0]}: a disk command ran for a walled reader")
+        if hidden and MockBackend.history[history_from:]:
+            self.covered["prompts of a reader with hidden entries"] += 1
+        if world.consolidate and hidden:
+            self.covered[f"consolidate ({world.consolidate}) with hidden entries"] += 1
+        if world.walls_from:
+            self.covered["walls put up after some writes"] += 1
         for _purpose, prompt in MockBackend.history[history_from:]:
             self.prompts += 1
             self.check(f"{reader} prompt", prompt, secrets)
@@ -471,7 +570,12 @@ class Case:
                     "--summary", f"Probe {marker}", *extra]  # fmt: skip
             return args, marker
 
-        barred = [s for s in [*world.scopes, NEVER_SCOPE] if not world.can_write(reader, s)]
+        readable = [s for s in world.scopes if world.can_read(reader, s)]
+        barred = [  # one scope read only, one hidden, one that no one has
+            *[s for s in readable if not world.can_write(reader, s)][:1],
+            *[s for s in world.scopes if s not in readable][:1],
+            *([NEVER_SCOPE] if reader != "root" else []),
+        ]
         messages = set()
         for scope in barred:
             args, marker = write(scope)
@@ -553,6 +657,7 @@ def play(world: World, root: Path) -> Case:
     case = Case(world, root)
     case.write_all()
     case.walls_on()
+    case.root_ingest()
     case.read_all(world.subject, full=True)
     for name, _, _ in world.readers:
         if name != world.subject:
@@ -572,9 +677,11 @@ class Tally:
     probes: int = 0
     entries: int = 0
     leaks: list[str] = field(default_factory=list)
+    covered: Counter[str] = field(default_factory=Counter)
 
     def add(self, case: Case) -> None:
         self.cases += 1
+        self.covered.update({k: 1 for k in case.covered})
         self.outputs += case.outputs
         self.prompts += case.prompts
         self.probes += case.probes
@@ -585,5 +692,6 @@ class Tally:
         return (
             f"{self.cases} cases, {self.entries} entries written, {self.outputs} outputs and "
             f"stored files checked, {self.prompts} prompts checked, {self.probes} refused writes "
-            f"checked; leaks found: {len(self.leaks)}"
+            f"checked; leaks found: {len(self.leaks)}\n  cases that exercised: "
+            + ", ".join(f"{what} {n}" for what, n in sorted(self.covered.items()))
         )
