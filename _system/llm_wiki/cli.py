@@ -14,7 +14,7 @@ from typing import Any, TypeVar
 import click
 
 from llm_wiki import __version__
-from llm_wiki.errors import WikiError
+from llm_wiki.errors import InvalidInput, WikiError
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -955,6 +955,89 @@ def wiki_eval(
     misses = [r for r in result.results if r.kind != "none" and (r.rank or 99) > result.k]
     for r in misses:
         click.echo(f"  miss: {r.qid} ({r.kind}) {_short(r.question, 90)}")
+
+
+# ---- agents and schedules (issue 6): brief, skills, mcp, schedule
+
+
+@cli.command(name="brief")
+@click.option(
+    "--days",
+    type=click.IntRange(min=1),
+    help="How many days back, today included (default settings.yaml brief.days, 7).",
+)
+@click.option(
+    "--out",
+    type=click.Path(dir_okay=False, allow_dash=True),
+    help="Write the briefing (or its --json) to FILE instead of printing it.",
+)
+@click.option(
+    "--save",
+    is_flag=True,
+    help="Write it to briefings/YYYY-MM-DD.md in the wiki (the daily job); with walls, one "
+    "per scope: briefings/<scope>/YYYY-MM-DD.md.",
+)
+@click.option("--backend", metavar="NAME", help="LLM backend for the narrative; else settings.")
+@click.option("--model", help="The backend's model.")
+@_json_option
+@_wiki_options
+def wiki_brief(
+    days: int | None,
+    out: str | None,
+    save: bool,
+    backend: str | None,
+    model: str | None,
+    as_json: bool,
+    wiki_path: str | None,
+    reader: str | None,
+) -> None:
+    """The daily briefing: what was recorded, superseded, still open, and what it cost.
+
+    Counts; new entries by domain and type; what was superseded and by what; open incidents;
+    new decisions with the alternatives they rejected; consolidator failures; LLM calls and
+    tokens. With an LLM backend, a short "what changed" narrative whose every statement cites
+    entries (dropped, and said so, if a citation fails its checks). Exits 1 when the backend is
+    unusable or fails.
+
+    Example usage:
+
+        llm-wiki brief
+        llm-wiki brief --days 1 --json
+        llm-wiki brief --save
+        llm-wiki brief --out ~/Desktop/briefing.md
+    """
+    from llm_wiki.brief import brief, save_briefings
+
+    wiki, viewer = _context(wiki_path, reader)
+    if save:
+        if out is not None:
+            raise InvalidInput("give --save or --out, not both.")
+        saved = save_briefings(wiki, viewer, days=days, backend=backend, model=model)
+        if as_json:
+            _print_json({"saved": [s.to_dict() for s in saved]})
+        else:
+            for item in saved:
+                click.echo(f"Wrote {item.path}")
+        errors = [s.briefing.error for s in saved if s.briefing.error]
+    else:
+        result = brief(wiki, viewer, days=days, backend=backend, model=model)
+        text = (
+            json.dumps(result.to_dict(), indent=2, ensure_ascii=False) + "\n"
+            if as_json
+            else result.markdown()
+        )
+        if out is None or out == "-":
+            click.echo(text, nl=False)
+        else:
+            from pathlib import Path
+
+            from llm_wiki.store import atomic_write
+
+            atomic_write(Path(out).expanduser(), text)
+            click.echo(f"Wrote {out}", err=True)
+        errors = [result.error] if result.error else []
+    if errors:
+        raise WikiError(f"{errors[0]}; the briefing says so and has no narrative.")
 
 
 def main() -> None:
