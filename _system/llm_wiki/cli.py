@@ -1272,6 +1272,49 @@ def schedule_status(
         sys.exit(1)
 
 
+@cli.group(name="skills", cls=_Group)
+def skills_group() -> None:
+    """Agent skills that teach an agent (Claude Code, ...) to write to and ask the wiki.
+
+    wiki-write: when to write (and when not), the fields, alternatives_considered, superseding
+    instead of editing. wiki-query: asking, reading the sources, --json.
+
+    Example usage:
+
+        llm-wiki skills install
+        llm-wiki skills install --dest .claude/skills
+    """
+
+
+@skills_group.command(name="install")
+@click.option(
+    "--dest",
+    metavar="DIR",
+    help="Where skills go (default ~/.claude/skills; a project's .claude/skills works too).",
+)
+@_json_option
+def skills_install(dest: str | None, as_json: bool) -> None:
+    """Copy the skills (wiki-write, wiki-query) into DIR/<name>/SKILL.md.
+
+    Installing again replaces their files; other skills in DIR are left alone.
+
+    Example usage:
+
+        llm-wiki skills install
+        llm-wiki skills install --dest ~/project/.claude/skills --json
+    """
+    from pathlib import Path
+
+    from llm_wiki.skills import install_skills
+
+    result = install_skills(Path(dest) if dest else None)
+    if as_json:
+        _print_json(result.to_dict())
+        return
+    for name in result.skills:
+        click.echo(f"Installed {Path(result.dest) / name / 'SKILL.md'}")
+
+
 def main() -> None:
     cli(prog_name="llm-wiki")
 
