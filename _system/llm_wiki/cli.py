@@ -1315,6 +1315,26 @@ def skills_install(dest: str | None, as_json: bool) -> None:
         click.echo(f"Installed {Path(result.dest) / name / 'SKILL.md'}")
 
 
+@cli.command(name="mcp")
+@_wiki_options
+def wiki_mcp(wiki_path: str | None, reader: str | None) -> None:
+    """Serve the wiki to an agent over MCP (stdio) as the reader given by --as.
+
+    Tools: wiki_write, wiki_query, wiki_show, wiki_list (paged) and wiki_brief. The wiki and the
+    reader are fixed when it starts; every tool sees only what that reader may see.
+
+    Example usage:
+
+    \b
+        llm-wiki mcp --wiki ~/llm-wiki
+        claude mcp add llm-wiki -- llm-wiki mcp --wiki ~/llm-wiki
+    """
+    from llm_wiki.mcp_server import serve
+
+    wiki, viewer = _context(wiki_path, reader)
+    serve(wiki, viewer)
+
+
 def main() -> None:
     cli(prog_name="llm-wiki")
 
