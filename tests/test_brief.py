@@ -267,3 +267,23 @@ def test_wiki_brief_job(cli, wiki_path, week):
     assert proc.returncode == 0, proc.stderr
     text = (wiki_path / "briefings/2026-05-10.md").read_text()
     assert "passed the citation checks" in text
+
+
+def test_the_readme_briefing_commands_run(tmp_path, monkeypatch):
+    import re
+    import shlex
+    import shutil
+
+    from conftest import Cli
+
+    text = (REPO / "README.md").read_text()
+    section = text.split("## The daily briefing", 1)[1]
+    block = re.search(r"```sh\n(.*?)```", section, re.S).group(1)
+    wiki = tmp_path / "wiki"
+    shutil.copytree(REPO / "llm-wiki", wiki, ignore=shutil.ignore_patterns(".llm-wiki"))
+    monkeypatch.setenv("LLM_WIKI_NOW", "2026-09-10")
+    for line in block.splitlines():
+        argv = shlex.split(line, comments=True)
+        assert argv[0] == "llm-wiki"
+        Cli(wiki)(*argv[1:])
+    assert (wiki / "briefings" / "2026-09-10.md").is_file()
