@@ -133,7 +133,9 @@ class Soak:
             str(BIN / script),
             *args,
         ]
+        t0 = time.perf_counter()
         proc = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
+        self.job_time += time.perf_counter() - t0
         if proc.returncode != 0:
             self.broken.append(f"{day} {script} exited {proc.returncode}: {proc.stderr[-500:]}")
         lines = [ln for ln in proc.stderr.splitlines() if ln.strip()]

@@ -82,3 +82,15 @@ def test_a_failed_monthly_archive_is_retried_the_same_month(home, wiki_path):
     settings.write_text(settings.read_text().replace("older_than_days: -1", "older_than_days: 90"))
     good = run_with_env_file(home, "wiki-archive", "--monthly")
     assert good.returncode == 0 and "Nothing to archive" in good.stdout
+
+
+def test_wiki_write_runs_with_only_its_env_file(home, wiki_path):
+    """wiki-write is a write helper, not a scheduled job: concurrent writes are serialized by the
+    store's lock, never skipped by a job lock; it logs a timestamped line when it fails."""
+    ok = run_with_env_file(
+        home, "wiki-write", "--type", "incident", "--domain", "ops", "--summary", "Disk full"
+    )
+    assert ok.returncode == 0 and ok.stdout.startswith("Recorded 2026-05-10-disk-full-")
+    bad = run_with_env_file(home, "wiki-write", "--type", "memo")
+    assert bad.returncode == 2
+    assert STAMP.search(bad.stderr) and "wiki-write write failed (exit 2)" in bad.stderr

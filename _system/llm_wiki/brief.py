@@ -219,7 +219,12 @@ def brief(
     The backend is ``backend`` > ``LLM_WIKI_BACKEND`` > settings.yaml; an unusable one raises
     BackendUnavailable before anything is computed (it never falls back to offline).
     """
-    days = int(days if days is not None else wiki.settings.get("brief.days", DEFAULT_DAYS))
+    if days is None:
+        days = wiki.settings.get("brief.days", DEFAULT_DAYS)
+        if not isinstance(days, int) or isinstance(days, bool):
+            raise InvalidInput(
+                f"settings.yaml brief.days is {days!r}; set it to a whole number of days, e.g. 7."
+            )
     since, until = period(days)
     llm = backends.get_backend(wiki, backend, model)
     llm.check()
