@@ -244,6 +244,9 @@ def test_walls_each_reader_sees_only_their_scopes_and_saved_briefings_never_mix(
     beta_file = (wiki_path / "briefings/beta/2026-05-10.md").read_text()
     assert "beta" not in acme_file.lower() and acme not in beta_file and "Acme" not in beta_file
     assert "1 open incident" in beta_file and "0 open incidents" in acme_file
+    assert acme_file.startswith(
+        "# Briefing for 2026-05-10\n\n7 days, 2026-05-04 to 2026-05-10; scope acme."
+    )
     assert not (wiki_path / "briefings/2026-05-10.md").exists()
 
 

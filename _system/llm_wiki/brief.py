@@ -500,6 +500,7 @@ def save_briefings(
             walls=True,
         )
         result = brief(wiki, one, days=days, backend=backend, model=model)
+        result = dataclasses.replace(result, reader="")  # for everyone of the scope, not one
         saved.append(_save(wiki, Path(BRIEFINGS_DIR) / scope / f"{today}.md", scope, result))
     return saved
 
