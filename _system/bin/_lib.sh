@@ -43,6 +43,11 @@ llm_wiki() {
     "${LLM_WIKI_PYTHON:-python3}" -m llm_wiki "$@"
 }
 
+# Today by the wiki's one clock (LLM_WIKI_NOW overrides it), as YYYY-MM-DD.
+wiki_today() {
+    "${LLM_WIKI_PYTHON:-python3}" -c 'from llm_wiki import clock; print(clock.today())'
+}
+
 # Take this job's lock, or exit 0 saying another run holds it. Released on exit.
 wiki_job_lock() {
     lock_dir="$LLM_WIKI_DIR/.llm-wiki/jobs/$job.lock"

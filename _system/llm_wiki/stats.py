@@ -66,11 +66,14 @@ def entry_stats(wiki: Wiki, catalog: Catalog, viewer: Viewer) -> Stats:
     )
 
 
-def llm_usage(wiki: Wiki, viewer: Viewer) -> dict[str, Any]:
-    """LLM calls and tokens from .llm-wiki/llm-calls.jsonl, in total, by purpose and by day.
+def llm_usage(
+    wiki: Wiki, viewer: Viewer, *, since: str | None = None, until: str | None = None
+) -> dict[str, Any]:
+    """LLM calls and tokens from .llm-wiki/llm-calls.jsonl, in total, by purpose and by day
+    (``since``/``until``: only calls on those days, inclusive, YYYY-MM-DD).
 
-    Only calls made for scopes the viewer may read count (calls without a scope: only for a
-    viewer who sees everything).
+    Only calls made for scopes the viewer may read count (a call for several scopes, only when
+    the viewer may read each; calls without a scope, only for a viewer who sees everything).
     """
     from llm_wiki.backends import read_calls
 
@@ -82,10 +85,12 @@ def llm_usage(wiki: Wiki, viewer: Viewer) -> dict[str, Any]:
     by_day: dict[str, dict[str, int]] = {}
     for call in read_calls(wiki):
         scope = str(call.get("scope") or "")
-        if not (viewer.can_read(scope) if scope else viewer.sees_all):
+        if not (all(map(viewer.can_read, scope.split(","))) if scope else viewer.sees_all):
             continue
         purpose = str(call.get("purpose") or "other")
         day = str(call.get("time") or "")[:10] or "unknown"
+        if (since and day < since) or (until and day > until):
+            continue
         for group in (
             total,
             by_purpose.setdefault(purpose, bucket()),
