@@ -1,4 +1,4 @@
-"""A mock LLM that answers consolidation prompts the way a careful model would.
+"""A mock LLM that answers consolidation (and briefing) prompts the way a careful model would.
 
 It reads the entries (or notes) it was shown, groups them by topic (an entry's first tag), and
 writes statements that reuse the entries' own wording and cite only ids it was shown. Usable
@@ -26,6 +26,9 @@ PER_STATEMENT = 3  # entries merged into one statement
 def respond(prompt: str, purpose: str) -> str:
     if purpose == "consolidate-verify":
         return json.dumps({"unsupported": []})
+    if purpose == "brief":  # the briefing's "what changed": statements about the new entries
+        said = [{"text": n["text"], "cites": n["cites"]} for n in notes(prompt)]
+        return json.dumps({"statements": said[:8]})
     # A repair prompt starts with the original prompt: answer that one, correctly this time.
     prompt = prompt.split("\nYour previous reply was:", 1)[0]
     domain = DOMAIN_RE.search(prompt)

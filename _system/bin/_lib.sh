@@ -4,9 +4,11 @@
 #   LLM_WIKI_DIR       the wiki folder (required, here or in the env file)
 #   LLM_WIKI_PYTHON    absolute path of a Python that has llm-wiki's dependencies
 #                      (default: python3 on PATH); this checkout's package is put on PYTHONPATH
-#   LLM_WIKI_ENV_FILE  a file of KEY=value lines loaded first (default:
-#                      $HOME/.config/llm-wiki/env); the place for ANTHROPIC_API_KEY and PATH
-#                      additions. Keep it mode 0600.
+#   LLM_WIKI_ENV_FILE  a file of KEY=value lines (default: $HOME/.config/llm-wiki/env), the
+#                      place for ANTHROPIC_API_KEY and PATH additions; keep it mode 0600. It is
+#                      read as shell, after the environment the job started with, so a value it
+#                      sets wins (a scheduled run and a run by hand then behave the same; write
+#                      PATH="/opt/homebrew/bin:$PATH" to add to PATH).
 #
 # Log lines go to stderr as "<UTC time> <job> <message>"; the scheduler files them.
 
@@ -41,6 +43,11 @@ export PYTHONPATH
 # Run the llm-wiki command with this checkout's package.
 llm_wiki() {
     "${LLM_WIKI_PYTHON:-python3}" -m llm_wiki "$@"
+}
+
+# Today by the wiki's one clock (LLM_WIKI_NOW overrides it), as YYYY-MM-DD.
+wiki_today() {
+    "${LLM_WIKI_PYTHON:-python3}" -c 'from llm_wiki import clock; print(clock.today())'
 }
 
 # Take this job's lock, or exit 0 saying another run holds it. Released on exit.

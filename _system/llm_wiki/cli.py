@@ -14,7 +14,7 @@ from typing import Any, TypeVar
 import click
 
 from llm_wiki import __version__
-from llm_wiki.errors import WikiError
+from llm_wiki.errors import InvalidInput, WikiError
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -1111,6 +1111,384 @@ def _ingest_line(result: Any) -> str:
         f"{_n(len(result.rejected), 'proposal')} rejected, "
         f"{_n(result.quotes_checked, 'quote')} checked."
     )
+
+
+# ---- agents and schedules (issue 6): brief, skills, mcp, schedule
+
+
+@cli.command(name="brief")
+@click.option(
+    "--days",
+    type=click.IntRange(min=1),
+    help="How many days back, today included (default settings.yaml brief.days, 7).",
+)
+@click.option(
+    "--out",
+    type=click.Path(dir_okay=False, allow_dash=True),
+    help="Write the briefing (or its --json) to FILE instead of printing it.",
+)
+@click.option(
+    "--save",
+    is_flag=True,
+    help="Write it to briefings/YYYY-MM-DD.md in the wiki (the daily job); with walls, one "
+    "per scope: briefings/<scope>/YYYY-MM-DD.md.",
+)
+@click.option("--backend", metavar="NAME", help="LLM backend for the narrative; else settings.")
+@click.option("--model", help="The backend's model.")
+@_json_option
+@_wiki_options
+def wiki_brief(
+    days: int | None,
+    out: str | None,
+    save: bool,
+    backend: str | None,
+    model: str | None,
+    as_json: bool,
+    wiki_path: str | None,
+    reader: str | None,
+) -> None:
+    """The daily briefing: what was recorded, superseded, still open, and what it cost.
+
+    Counts; new entries by domain and type; what was superseded and by what; open incidents;
+    new decisions with the alternatives they rejected; consolidator failures; LLM calls and
+    tokens. With an LLM backend, a short "what changed" narrative whose every statement cites
+    entries (dropped, and said so, if a citation fails its checks). Exits 1 when the backend is
+    unusable or fails.
+
+    Example usage:
+
+        llm-wiki brief
+        llm-wiki brief --days 1 --json
+        llm-wiki brief --save
+        llm-wiki brief --out ~/Desktop/briefing.md
+    """
+    from llm_wiki.brief import brief, save_briefings
+
+    wiki, viewer = _context(wiki_path, reader)
+    if save:
+        if out is not None:
+            raise InvalidInput("give --save or --out, not both.")
+        saved = save_briefings(wiki, viewer, days=days, backend=backend, model=model)
+        if as_json:
+            _print_json({"saved": [s.to_dict() for s in saved]})
+        else:
+            for item in saved:
+                click.echo(f"Wrote {item.path}")
+        errors = [s.briefing.error for s in saved if s.briefing.error]
+    else:
+        result = brief(wiki, viewer, days=days, backend=backend, model=model)
+        text = (
+            json.dumps(result.to_dict(), indent=2, ensure_ascii=False) + "\n"
+            if as_json
+            else result.markdown()
+        )
+        if out is None or out == "-":
+            click.echo(text, nl=False)
+        else:
+            from pathlib import Path
+
+            from llm_wiki.store import atomic_write
+
+            atomic_write(Path(out).expanduser(), text)
+            click.echo(f"Wrote {out}", err=True)
+        errors = [result.error] if result.error else []
+    if errors:
+        raise WikiError(f"{errors[0]}; the briefing says so and has no narrative.")
+
+
+@cli.group(name="schedule", cls=_Group)
+def schedule_group() -> None:
+    """Run the jobs unattended: launchd agents (macOS) or systemd user timers (Linux).
+
+    Jobs: consolidate nightly, brief daily, archive monthly (catching up when a 1st was missed),
+    lint weekly; each runs its _system/bin/ script and logs to <wiki>/.llm-wiki/logs/<job>.log.
+    The API key and PATH additions go in ONE env file (~/.config/llm-wiki/env, mode 0600), never
+    in a plist or unit. LLM_WIKI_LAUNCHCTL / LLM_WIKI_SYSTEMCTL replace the manager command.
+
+    Example usage:
+
+    \b
+        llm-wiki schedule install
+        llm-wiki schedule status
+        llm-wiki schedule render --platform launchd --out ./agents
+        llm-wiki schedule uninstall
+    """
+
+
+def _schedule_options(func: F) -> F:
+    for option in reversed(
+        [
+            click.option(
+                "--platform",
+                type=click.Choice(["launchd", "systemd"]),
+                help="Default: launchd on macOS, systemd elsewhere.",
+            ),
+            click.option(
+                "--python",
+                "python",
+                metavar="PATH",
+                help="The Python the jobs run (default: this one, absolute).",
+            ),
+            click.option(
+                "--bin",
+                "bin_dir",
+                metavar="DIR",
+                help="The job scripts (default: this checkout's _system/bin).",
+            ),
+            click.option(
+                "--env-file",
+                metavar="FILE",
+                help="The env file (default: LLM_WIKI_ENV_FILE or ~/.config/llm-wiki/env).",
+            ),
+        ]
+    ):
+        func = option(func)
+    return _wiki_options(func)
+
+
+def _schedule_layout(
+    wiki_path: str | None, python: str | None, bin_dir: str | None, env_file: str | None
+) -> Any:
+    from llm_wiki.schedule import layout
+    from llm_wiki.wiki import resolve_wiki
+
+    obj = click.get_current_context().find_root().obj or {}
+    wiki = resolve_wiki(wiki_path or obj.get("wiki_path"))
+    return layout(wiki.root, python=python, bin_dir=bin_dir, env_file=env_file)
+
+
+def _platform(platform: str | None) -> str:
+    from llm_wiki.schedule import default_platform
+
+    return platform or default_platform()
+
+
+@schedule_group.command(name="render")
+@click.option("--out", metavar="DIR", help="Write the files into DIR instead of printing them.")
+@_schedule_options
+@_json_option
+def schedule_render(
+    out: str | None,
+    platform: str | None,
+    python: str | None,
+    bin_dir: str | None,
+    env_file: str | None,
+    as_json: bool,
+    wiki_path: str | None,
+    reader: str | None,
+) -> None:
+    """Print (or write to --out DIR) the plists or units for this wiki; install nothing.
+
+    Example usage:
+
+        llm-wiki schedule render --platform systemd
+        llm-wiki schedule render --platform launchd --out ./agents
+    """
+    from pathlib import Path
+
+    from llm_wiki.schedule import render, write_rendered
+
+    where = _schedule_layout(wiki_path, python, bin_dir, env_file)
+    files = render(_platform(platform), where)
+    if out is not None:
+        paths = write_rendered(files, Path(out).expanduser())
+        if as_json:
+            _print_json({"files": [str(p) for p in paths], "layout": where.to_dict()})
+        else:
+            for path in paths:
+                click.echo(f"Wrote {path}")
+    elif as_json:
+        _print_json({"files": [f.to_dict() for f in files], "layout": where.to_dict()})
+    else:
+        for item in files:
+            click.echo(f"# ---- {item.name}")
+            click.echo(item.text)
+
+
+@schedule_group.command(name="install")
+@click.option("--dest", metavar="DIR", help="Where the files go (default: the manager's folder).")
+@_schedule_options
+@_json_option
+def schedule_install(
+    dest: str | None,
+    platform: str | None,
+    python: str | None,
+    bin_dir: str | None,
+    env_file: str | None,
+    as_json: bool,
+    wiki_path: str | None,
+    reader: str | None,
+) -> None:
+    """Install and load the jobs; create the env file (mode 0600) if it is missing.
+
+    launchd: ~/Library/LaunchAgents/com.llm-wiki.<job>.plist, then `launchctl bootstrap`.
+    systemd: ~/.config/systemd/user/llm-wiki-<job>.{service,timer}, then `systemctl --user
+    enable --now` the timers. Installing again replaces them.
+
+    Example usage:
+
+        llm-wiki schedule install
+        llm-wiki schedule install --platform systemd --dest ~/.config/systemd/user
+    """
+    from pathlib import Path
+
+    from llm_wiki.schedule import install
+
+    where = _schedule_layout(wiki_path, python, bin_dir, env_file)
+    result = install(_platform(platform), where, dest=Path(dest).expanduser() if dest else None)
+    if as_json:
+        _print_json(result.to_dict())
+        return
+    for path in result.files:
+        click.echo(f"Installed {path}")
+    for command in result.commands:
+        click.echo(f"Ran {command}")
+    if result.env_created:
+        click.echo(
+            f"Created {result.env_file} (mode 0600): put ANTHROPIC_API_KEY or PATH additions there."
+        )
+    for note in result.notes:
+        click.echo(f"warning: {note}", err=True)
+    click.echo(f"Logs go to {where.log_dir}/<job>.log; check them with `llm-wiki schedule status`.")
+
+
+@schedule_group.command(name="uninstall")
+@click.option("--dest", metavar="DIR", help="Where the files are (default: the manager's folder).")
+@click.option("--platform", type=click.Choice(["launchd", "systemd"]), help="Default: this OS's.")
+@_json_option
+def schedule_uninstall(dest: str | None, platform: str | None, as_json: bool) -> None:
+    """Unload and remove the jobs; the env file and the logs stay.
+
+    Example usage:
+
+        llm-wiki schedule uninstall
+    """
+    from pathlib import Path
+
+    from llm_wiki.schedule import uninstall
+
+    result = uninstall(_platform(platform), dest=Path(dest).expanduser() if dest else None)
+    if as_json:
+        _print_json(result.to_dict())
+        return
+    for path in result.removed:
+        click.echo(f"Removed {path}")
+    if not result.removed:
+        click.echo(f"No llm-wiki jobs installed in {result.dest}.")
+
+
+@schedule_group.command(name="status")
+@click.option("--dest", metavar="DIR", help="Where the files are (default: the manager's folder).")
+@_schedule_options
+@_json_option
+def schedule_status(
+    dest: str | None,
+    platform: str | None,
+    python: str | None,
+    bin_dir: str | None,
+    env_file: str | None,
+    as_json: bool,
+    wiki_path: str | None,
+    reader: str | None,
+) -> None:
+    """For each job: installed, current, loaded, and how its last run ended.
+
+    Exits 1 when a job is missing, out of date, not loaded, or its last run failed.
+
+    Example usage:
+
+        llm-wiki schedule status
+        llm-wiki schedule status --json
+    """
+    from pathlib import Path
+
+    from llm_wiki.schedule import status
+
+    where = _schedule_layout(wiki_path, python, bin_dir, env_file)
+    result = status(_platform(platform), where, dest=Path(dest).expanduser() if dest else None)
+    if as_json:
+        _print_json(result.to_dict())
+    else:
+        for job in result.jobs:
+            state = (
+                "not installed"
+                if not job.installed
+                else ("installed" if job.current else "installed, out of date (install again)")
+            )
+            if job.loaded is False:
+                state += ", not loaded"
+            last = f"last run {job.last_run} exit {job.last_exit}" if job.last_run else "never run"
+            if job.last_error:
+                last += f": {job.last_error}"
+            click.echo(f"{job.job:<12} {state}; {job.when}; {last}")
+        for note in result.notes:
+            click.echo(f"note: {note}")
+    bad = [j for j in result.jobs if not j.current or j.loaded is False or (j.last_exit or 0) != 0]
+    if bad or not result.env_ok:
+        sys.exit(1)
+
+
+@cli.group(name="skills", cls=_Group)
+def skills_group() -> None:
+    """Agent skills that teach an agent (Claude Code, ...) to write to and ask the wiki.
+
+    wiki-write: when to write (and when not), the fields, alternatives_considered, superseding
+    instead of editing. wiki-query: asking, reading the sources, --json.
+
+    Example usage:
+
+        llm-wiki skills install
+        llm-wiki skills install --dest .claude/skills
+    """
+
+
+@skills_group.command(name="install")
+@click.option(
+    "--dest",
+    metavar="DIR",
+    help="Where skills go (default ~/.claude/skills; a project's .claude/skills works too).",
+)
+@_json_option
+def skills_install(dest: str | None, as_json: bool) -> None:
+    """Copy the skills (wiki-write, wiki-query) into DIR/<name>/SKILL.md.
+
+    Installing again replaces their files; other skills in DIR are left alone.
+
+    Example usage:
+
+        llm-wiki skills install
+        llm-wiki skills install --dest ~/project/.claude/skills --json
+    """
+    from pathlib import Path
+
+    from llm_wiki.skills import install_skills
+
+    result = install_skills(Path(dest) if dest else None)
+    if as_json:
+        _print_json(result.to_dict())
+        return
+    for name in result.skills:
+        click.echo(f"Installed {Path(result.dest) / name / 'SKILL.md'}")
+
+
+@cli.command(name="mcp")
+@_wiki_options
+def wiki_mcp(wiki_path: str | None, reader: str | None) -> None:
+    """Serve the wiki to an agent over MCP (stdio) as the reader given by --as.
+
+    Tools: wiki_write, wiki_query, wiki_show, wiki_list (paged) and wiki_brief. The wiki and the
+    reader are fixed when it starts; every tool sees only what that reader may see.
+
+    Example usage:
+
+    \b
+        llm-wiki mcp --wiki ~/llm-wiki
+        claude mcp add llm-wiki -- llm-wiki mcp --wiki ~/llm-wiki
+    """
+    from llm_wiki.mcp_server import serve
+
+    wiki, viewer = _context(wiki_path, reader)
+    serve(wiki, viewer)
 
 
 def main() -> None:

@@ -1186,19 +1186,54 @@ def _one_line(text: str, limit: int = 400) -> str:
 
 
 _RECORD_RE = re.compile(r"^## (\d{4}-\d\d-\d\dT\S+) (\S+)/(\S+)$", re.M)
+_REASON_RE = re.compile(r"^- reason: (.*)$", re.M)
 
 
-def _last_failures(wiki: Wiki) -> dict[tuple[str, str], str]:
-    """(scope, domain) -> the day of its last recorded failure."""
+@dataclass(frozen=True)
+class FailureRecord:
+    """One record of the failures file: when, which (scope, domain), and why."""
+
+    time: str
+    scope: str
+    domain: str
+    reasons: tuple[str, ...]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "time": self.time,
+            "scope": self.scope,
+            "domain": self.domain,
+            "reasons": list(self.reasons),
+        }
+
+
+def failure_records(wiki: Wiki, scopes: Iterable[str] | None = None) -> list[FailureRecord]:
+    """Every recorded failure (of ``scopes`` only, when given), oldest first."""
     paths = [wiki.root / FAILURES_FILE]
     if (wiki.root / "synthesis-failures").is_dir():
         paths += sorted((wiki.root / "synthesis-failures").glob("*.md"))
-    last: dict[tuple[str, str], str] = {}
+    wanted = None if scopes is None else set(scopes)
+    records = []
     for path in paths:
         try:
             text = path.read_text(encoding="utf-8")
         except FileNotFoundError:
             continue
-        for stamp, scope, domain in _RECORD_RE.findall(text):
-            last[(scope, domain)] = max(last.get((scope, domain), ""), stamp[:10])
+        heads = list(_RECORD_RE.finditer(text))
+        for i, head in enumerate(heads):
+            stamp, scope, domain = head.groups()
+            if wanted is not None and scope not in wanted:
+                continue
+            end = heads[i + 1].start() if i + 1 < len(heads) else len(text)
+            reasons = tuple(_REASON_RE.findall(text, head.end(), end))
+            records.append(FailureRecord(stamp, scope, domain, reasons))
+    return sorted(records, key=lambda r: (r.time, r.scope, r.domain))
+
+
+def _last_failures(wiki: Wiki) -> dict[tuple[str, str], str]:
+    """(scope, domain) -> the day of its last recorded failure."""
+    last: dict[tuple[str, str], str] = {}
+    for record in failure_records(wiki):
+        key = (record.scope, record.domain)
+        last[key] = max(last.get(key, ""), record.time[:10])
     return last

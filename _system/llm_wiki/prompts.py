@@ -1,4 +1,5 @@
-"""Prompt templates (jinja2 files in ``templates/prompts/``) and reading JSON out of replies.
+"""Prompt templates (jinja2 files in ``templates/prompts/``) and reading JSON out of replies;
+:func:`render_template` renders the other file templates (briefing, plists, units).
 
 Shared by every flow that asks an LLM something. jinja2 is imported only when a prompt is
 rendered, so commands that never ask (``write``, ``list``, ``--help``) never load it.
@@ -31,6 +32,26 @@ def _environment() -> Any:
 def render_prompt(name: str, **context: Any) -> str:
     """Render ``templates/prompts/<name>``."""
     return str(_environment().get_template(name).render(**context)).strip() + "\n"
+
+
+@functools.cache
+def _files_environment() -> Any:
+    import jinja2
+
+    return jinja2.Environment(
+        loader=jinja2.FileSystemLoader(str(TEMPLATES)),
+        undefined=jinja2.StrictUndefined,
+        trim_blocks=True,
+        lstrip_blocks=True,
+        keep_trailing_newline=True,
+        # XML (launchd plists) is escaped; markdown and systemd units are written as given.
+        autoescape=jinja2.select_autoescape(enabled_extensions=("plist.j2",), default=False),
+    )
+
+
+def render_template(name: str, **context: Any) -> str:
+    """Render a file template, ``templates/<name>`` (briefing, plists, units), as written."""
+    return str(_files_environment().get_template(name).render(**context))
 
 
 _FENCE_RE = re.compile(r"^```[a-zA-Z]*\s*\n(.*?)\n```\s*$", re.S)

@@ -66,8 +66,11 @@ def entry_stats(wiki: Wiki, catalog: Catalog, viewer: Viewer) -> Stats:
     )
 
 
-def llm_usage(wiki: Wiki, viewer: Viewer) -> dict[str, Any]:
-    """LLM calls and tokens from .llm-wiki/llm-calls.jsonl: in total, by purpose, day and scope.
+def llm_usage(
+    wiki: Wiki, viewer: Viewer, *, since: str | None = None, until: str | None = None
+) -> dict[str, Any]:
+    """LLM calls and tokens from .llm-wiki/llm-calls.jsonl: in total, by purpose, day and scope
+    (``since``/``until``: only calls on those days, inclusive, YYYY-MM-DD).
 
     A call counts for a viewer who may read every scope its prompt held (a call logged without
     a scope: only for a viewer who sees everything). A call whose prompt held entries of several
@@ -88,6 +91,8 @@ def llm_usage(wiki: Wiki, viewer: Viewer) -> dict[str, Any]:
             continue
         purpose = str(call.get("purpose") or "other")
         day = str(call.get("time") or "")[:10] or "unknown"
+        if (since and day < since) or (until and day > until):
+            continue
         for group in (
             total,
             by_purpose.setdefault(purpose, bucket()),
