@@ -15,7 +15,7 @@ import walls_world
 from conftest import CORPORA, write_args
 from llm_wiki.wiki import Wiki
 
-EXAMPLES = int(os.environ.get("LLM_WIKI_WALLS_EXAMPLES", "300"))
+EXAMPLES = int(os.environ.get("LLM_WIKI_WALLS_EXAMPLES", "250"))
 
 
 def run_property(examples: int, monkeypatch) -> walls_world.Tally:
@@ -94,6 +94,9 @@ def test_no_reader_under_walls_is_refused_by_every_command(cli, walled, tmp_path
         ["eval", str(questions)],
         ["consolidate", "--dry-run"],
         ["import-adr", str(CORPORA / "ministryofjustice__cloud-platform")],
+        ["ingest", str(questions), "--backend", "mock"],
+        ["brief"],
+        ["mcp"],
         write_args("Anything"),
     ):
         result = cli(*args, code=1)

@@ -96,6 +96,7 @@ class World:
     source: tuple[tuple[str, ...], ...] = ()  # lines of a chat to ingest (words, lure words)
     ingest_scope: str = ""  # where the subject ingests it ("": no ingest)
     root_ingest_scope: str = ""  # where root ingested the same bytes first, as .md
+    probe: str = "--supersedes"  # how the subject names a hidden entry in a refused write
 
     def source_text(self) -> str:
         return "".join(
@@ -181,6 +182,7 @@ def worlds(draw: st.DrawFn) -> World:
         source=tuple(draw(st.lists(question, min_size=3, max_size=5))),
         ingest_scope=draw(st.sampled_from(["", *scopes, *scopes, NEVER_SCOPE])),
         root_ingest_scope=draw(st.sampled_from(["", *scopes])),
+        probe=draw(st.sampled_from(["--supersedes", "--source", "--id"])),
     )
 
 
@@ -198,6 +200,11 @@ def respond(prompt: str, purpose: str) -> str:
         return " ".join(f"It is recorded [{i}]." for i in opened) or "NOTHING FOUND"
     if purpose == "lint":
         return json.dumps({"contradictions": []})
+    if purpose == "brief":
+        shown = mock_llm.shown_entries(prompt)[:3]
+        return json.dumps(
+            {"statements": [{"text": e["summary"], "cites": [e["id"]]} for e in shown]}
+        )
     if purpose.startswith("ingest"):
         current = [
             m.group(1)
@@ -440,10 +447,15 @@ class Case:
             self.check(
                 f"{reader} query {text!r}", self.run(*me, "query", text, "--json").output, secrets
             )
+        briefing = self.run(*me, "brief", "--json")
+        self.check(f"{reader} brief --json", briefing.output, secrets)
+        if json.loads(briefing.stdout)["counts"]["entries"] != len(visible):
+            self.leak(f"{reader} brief: counts entries it does not see")
         if hidden:
             self.same_as_absent(reader, hidden[0].id)
         if not full:
             return
+        self.mcp(reader, secrets, hidden, visible)
 
         self.check(f"{reader} list", self.run(*me, "list").output, secrets)
         for actor in ACTORS[: 1 + len(entries) % 2]:
@@ -495,7 +507,15 @@ class Case:
                 self.check(f"{reader} query (mock)", self.run(*args).output, secrets)
             lint = self.run(*me, "lint", "--with-llm", "--backend", "mock", "--json")
             self.check(f"{reader} lint --with-llm", lint.output, secrets)
+            narrated = self.run(*me, "brief", "--backend", "mock", "--json")
+            self.check(f"{reader} brief (mock)", narrated.output, secrets)
+            saved = self.run(*me, "brief", "--save", "--backend", "mock", "--json")
+            self.check(f"{reader} brief --save (mock)", saved.output, secrets)
             MockBackend.queue.clear()
+        else:
+            self.check(f"{reader} brief", self.run(*me, "brief").output, secrets)
+            saved = self.run(*me, "brief", "--save", "--json")
+            self.check(f"{reader} brief --save", saved.output, secrets)
         if world.consolidate:
             env = {"LLM_WIKI_BACKEND": world.consolidate}
             MockBackend.enqueue(*[respond] * 100)
@@ -538,6 +558,102 @@ class Case:
             self.prompts += 1
             self.check(f"{reader} prompt", prompt, secrets)
         self.refused_writes(reader, hidden, visible)
+
+    def mcp(
+        self, reader: str, secrets: list[str], hidden: list[Written], visible: set[str]
+    ) -> None:
+        """The MCP server fixed to this reader, through the SDK's in-process client: every tool
+        result is checked like CLI output; a hidden id reads like an absent one; a refused
+        wiki_write leaves no trace and reads the same for a hidden id as for an absent one."""
+        import anyio
+        from mcp import Client
+
+        from llm_wiki.access import resolve_viewer
+        from llm_wiki.mcp_server import build_server
+
+        wiki = self._wiki()
+        server = build_server(wiki, resolve_viewer(wiki, reader))
+        world = self.world
+
+        async def call(
+            client: Client, name: str, allow: Iterable[str] = (), **arguments: object
+        ) -> tuple[bool, str, dict]:
+            """One tool call; its result may show nothing hidden but what it was given."""
+            result = await client.call_tool(name, arguments)
+            text = "\n".join(getattr(c, "text", "") for c in result.content)
+            data = result.structured_content or {}
+            seen = text + json.dumps(data)
+            for given in allow:  # echoing what the caller typed reveals nothing
+                seen = seen.replace(given, "<given>")
+            self.check(f"{reader} mcp {name}", seen, secrets)
+            if not data and not result.is_error:
+                data = json.loads(text)
+            return result.is_error, text, data
+
+        async def refused_write(client: Client, what: str, **extra: object) -> str:
+            marker = f"qzp{len(self.refused_markers):02d}x"
+            self.refused_markers.append(marker)
+            self.probes += 1
+            before = self.snapshot()
+            given = [str(extra.get("scope")), *extra.get("supersedes", [])]  # type: ignore[misc]
+            failed, text, _ = await call(
+                client, "wiki_write", allow=given, type="reflection", domain="ledger",
+                summary=f"Probe {marker}", **extra,
+            )  # fmt: skip
+            if not failed or self.snapshot() != before:
+                self.leak(f"{reader} mcp wiki_write ({what}): not refused, or left a trace")
+            return text
+
+        async def steps(client: Client) -> None:
+            listed: set[str] = set()
+            cursor = None
+            while True:
+                args: dict[str, object] = {"limit": 4}
+                if cursor:
+                    args["cursor"] = cursor
+                _, _, page = await call(client, "wiki_list", **args)
+                listed |= {e["id"] for e in page["entries"]}
+                if page["total"] != len(visible):
+                    self.leak(f"{reader} mcp wiki_list: total {page['total']}, sees {len(visible)}")
+                cursor = page["next_cursor"]
+                if not cursor:
+                    break
+            if listed != visible:
+                self.leak(f"{reader} mcp wiki_list: lists other entries than it sees")
+            if hidden:
+                target = hidden[0].id
+                absent = target[:-4] + "ffff"
+                a = await call(client, "wiki_show", allow=[target], id=target)
+                b = await call(client, "wiki_show", allow=[absent], id=absent)
+                if (a[0], a[1].replace(target, "ID")) != (b[0], b[1].replace(absent, "ID")):
+                    self.leak(f"{reader} mcp wiki_show {target}: differs from an absent id")
+            self.covered["mcp session"] += 1
+            for entry_id in sorted(visible)[:2]:
+                failed, text, _ = await call(client, "wiki_show", id=entry_id)
+                if failed:
+                    self.leak(f"{reader} mcp wiki_show {entry_id}: {text}")
+            for question in world.questions:
+                await call(client, "wiki_query", question=" ".join(question))
+            _, _, briefing = await call(client, "wiki_brief", days=7)
+            if briefing["counts"]["entries"] != len(visible):
+                self.leak(f"{reader} mcp wiki_brief: counts entries it does not see")
+            barred = [s for s in [*world.scopes, NEVER_SCOPE] if not world.can_write(reader, s)]
+            if barred:
+                await refused_write(client, "scope", scope=barred[0])
+            own = next((s for s in world.scopes if world.can_write(reader, s)), None)
+            if own and hidden:  # the same words for a hidden id as for one that never was
+                target = hidden[0].id
+                absent = target[:-4] + "ffff"
+                a_text = await refused_write(client, "hidden", scope=own, supersedes=[target])
+                b_text = await refused_write(client, "absent", scope=own, supersedes=[absent])
+                if a_text.replace(target, "ID") != b_text.replace(absent, "ID"):
+                    self.leak(f"{reader} mcp wiki_write: a hidden id reads unlike an absent one")
+
+        async def main() -> None:
+            async with Client(server) as client:
+                await steps(client)
+
+        anyio.run(main)
 
     def _actor(self, w: Written) -> str | None:
         for n, spec in enumerate(self.world.specs):
@@ -587,7 +703,7 @@ class Case:
         if own is None or not hidden:
             return
         target, absent = hidden[0].id, hidden[0].id[:-4] + "ffff"
-        for flag in ("--supersedes", "--source", "--id"):
+        for flag in [world.probe]:
             said = []
             others = [target, absent] if flag != "--id" else [target, *sorted(visible)[:1]]
             for other in others:
@@ -613,7 +729,7 @@ class Case:
 
         if (self.root / "INDEX.md").exists() or (self.root / "index").exists():
             self.leak("a whole-wiki INDEX.md or index/ exists under walls")
-        for base in ("indexes", "synthesis-failures", ".llm-wiki/consolidate"):
+        for base in ("indexes", "synthesis-failures", ".llm-wiki/consolidate", "briefings"):
             folder = self.root / base
             if not folder.is_dir():
                 continue
