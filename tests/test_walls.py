@@ -15,7 +15,7 @@ import walls_world
 from conftest import CORPORA, write_args
 from llm_wiki.wiki import Wiki
 
-EXAMPLES = int(os.environ.get("LLM_WIKI_WALLS_EXAMPLES", "250"))
+EXAMPLES = int(os.environ.get("LLM_WIKI_WALLS_EXAMPLES", "200"))
 
 
 def run_property(examples: int, monkeypatch) -> walls_world.Tally:
