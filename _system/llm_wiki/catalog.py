@@ -829,11 +829,12 @@ class Catalog:
         loose: set[str] = set()
         changed: list[Parsed] = []
         root = self.wiki.root
-        for rel, st in store.iter_entry_files(self.wiki):
+        for rel, st in store.iter_entry_files(self.wiki, ordered=False):
             loose.add(rel)
             if loose_known.get(rel) == (st.st_mtime_ns, st.st_size):
                 continue
             changed.append(parse_file(rel, (root / rel).read_bytes(), st.st_mtime_ns, st.st_size))
+        changed.sort(key=lambda p: p.path)
         on_disk = archive_names(self.wiki)
         held = {  # path -> the archive the catalog reads it from
             path: archive
@@ -842,7 +843,7 @@ class Catalog:
         }
         # Archives new to the catalog are read; all of them when a file left entries/ (it may
         # have been archived by another machine).
-        vanished = any(p not in loose and p not in held for p in known)
+        vanished = any(p not in held for p in known - loose)
         to_read = on_disk if vanished else on_disk - set(archived.values())
         for item in _iter_archived(self.wiki, to_read):
             if item.path == item.archive:
@@ -856,7 +857,7 @@ class Catalog:
             held[item.path] = name
             changed.append(item)
         seen = loose | held.keys() | {p.path for p in changed}
-        removed = [p for p in known if p not in seen]
+        removed = sorted(known - seen)
         with self.db:
             self._set_meta("render_pending", "1")
             touched: set[str] | None = None

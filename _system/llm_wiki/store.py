@@ -118,12 +118,19 @@ def sha256_bytes(data: bytes) -> str:
     return sha256_hex(data)
 
 
-def iter_entry_files(wiki: Wiki) -> Iterator[tuple[str, os.stat_result]]:
-    """Every ``entries/YYYY/MM/*.md`` as (path relative to the root, stat), sorted."""
+def iter_entry_files(wiki: Wiki, *, ordered: bool = True) -> Iterator[tuple[str, os.stat_result]]:
+    """Every ``entries/YYYY/MM/*.md`` as (path relative to the root, stat), sorted unless
+    ``ordered`` is False (a scan that only compares stats need not pay for sorting)."""
     for year, year_path in _sorted_dirs(wiki.entries_dir):
         for month, month_path in _sorted_dirs(year_path):
             prefix = f"entries/{year}/{month}/"
             with os.scandir(month_path) as it:
+                if not ordered:
+                    for e in it:
+                        name = e.name
+                        if name[-3:] == ".md" and name[0] != ".":
+                            yield prefix + name, e.stat()
+                    continue
                 files = {e.name: e for e in it if e.name[-3:] == ".md" and e.name[0] != "."}
             for name in sorted(files):
                 yield prefix + name, files[name].stat()
