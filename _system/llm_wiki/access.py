@@ -1,9 +1,21 @@
-"""Scopes and readers: who may read and write what.
+"""Scopes and readers: who may read and write what — the one place the walls are decided.
 
 Every read takes a :class:`Viewer`. Without ``access.yaml`` the wiki is single-user and the viewer
 sees everything; with it, the reader must be named (``--as`` or ``LLM_WIKI_READER``) and sees only
 the scopes ``access.yaml`` grants. A hidden entry must look exactly like an absent one, so callers
 filter with :meth:`Viewer.can_read` (or the SQL from :meth:`Viewer.sql_filter`) and never say why.
+
+The policy, in one place:
+
+- an entry is visible when its scope is readable (:meth:`Viewer.can_read`);
+- something that rests on several scopes (an LLM call whose prompt held entries of two scopes,
+  recorded as ``scope=a,b``) is visible only to a reader of every one of them, and something
+  resting on no known scope (an unreadable file) only to a reader who sees everything
+  (:meth:`Viewer.sees`);
+- a write goes only into a scope the reader may write (:func:`require_write`);
+- commands that act on the disk rather than for a reader (``index``, ``archive``, ``sync``) run
+  for every scope and report on every scope, so under walls they run without a reader or as an
+  admin, never as a walled reader (:func:`disk_viewer`).
 """
 
 from __future__ import annotations
@@ -46,6 +58,14 @@ class Viewer:
     def visible(self, scopes: Iterable[str]) -> list[str]:
         return sorted(s for s in scopes if self.can_read(s))
 
+    def sees(self, scopes: Iterable[str]) -> bool:
+        """Whether this viewer may see something resting on all of ``scopes``: every one must be
+        readable; resting on none (no scope is known) needs a viewer who sees everything."""
+        listed = [s for s in scopes if s]
+        if not listed:
+            return self.sees_all
+        return all(self.can_read(s) for s in listed)
+
     def sql_filter(self, column: str = "scope") -> tuple[str, list[str]]:
         """A WHERE fragment (and its parameters) limiting rows to this viewer's scopes."""
         if self.read is None:
@@ -56,12 +76,25 @@ class Viewer:
         return f"{column} IN ({marks})", sorted(self.read)
 
 
+def scope_field(scopes: Iterable[str]) -> str:
+    """Several scopes as one field (``a,b``), e.g. for the LLM call log; see :func:`split_scopes`."""
+    return ",".join(sorted({s for s in scopes if s}))
+
+
+def split_scopes(field: str | None) -> list[str]:
+    return [s for s in str(field or "").split(",") if s]
+
+
 def load_access(wiki: Wiki) -> dict[str, Any] | None:
     """The parsed access.yaml, or None in single-user mode."""
     try:
         text = wiki.access_path.read_text(encoding="utf-8")
     except FileNotFoundError:
         return None
+    except OSError as exc:  # fail closed: walls that cannot be read are not lifted
+        raise WikiError(
+            f"cannot read {wiki.access_path}: {exc.strerror}; fix its permissions."
+        ) from None
     data = load_yaml(text, str(wiki.access_path)) or {}
     readers = data.get("readers") if isinstance(data, dict) else None
     if not isinstance(readers, dict):
@@ -116,3 +149,34 @@ def _scopes(value: Any, name: str) -> list[str]:
 
 def walls_on(wiki: Wiki) -> bool:
     return wiki.access_path.exists()
+
+
+def require_write(viewer: Viewer, scope: str) -> None:
+    """Refuse a write into a scope this reader may not write (whether the scope exists or not)."""
+    if viewer.can_write(scope):
+        return
+    mine = sorted(viewer.write or ())
+    hint = f"one of your scopes ({', '.join(mine)})" if mine else "a scope you may write"
+    raise InvalidInput(
+        f"reader {viewer.name!r} may not write to scope {scope!r}; pass --scope with {hint}."
+    )
+
+
+def disk_viewer(wiki: Wiki, reader: str | None, command: str) -> Viewer:
+    """The viewer of a command that acts on the disk (``index``, ``archive``, ``sync``).
+
+    Such a command works on every scope and its report names entries of every scope, so it is
+    not run for a reader: under walls it runs without one (whoever holds the disk holds every
+    scope anyway) or as an admin; a walled reader is refused.
+    """
+    name = (reader or os.environ.get(ENV_READER) or "").strip()
+    if not name or not walls_on(wiki):
+        return Viewer.everyone()
+    viewer = resolve_viewer(wiki, name)
+    if not viewer.sees_all:
+        raise WikiError(
+            f"`llm-wiki {command}` acts on every scope on disk and reports on all of them, so "
+            f"it does not run as reader {name!r}; run it as an admin (--as ADMIN) or without a "
+            "reader."
+        )
+    return viewer

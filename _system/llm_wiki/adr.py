@@ -675,8 +675,12 @@ def import_adr(
     *,
     viewer: Viewer,
     domain: str | None = None,
+    scope: str | None = None,
 ) -> ImportResult:
-    """Import every ``*.md`` record in ``folder`` as a decision entry (see the module doc)."""
+    """Import every ``*.md`` record in ``folder`` as a decision entry (see the module doc), into
+    ``scope`` (default: settings.yaml ``default_scope``), which the reader must be allowed to
+    write: a refused import writes nothing."""
+    from llm_wiki.access import require_write
     from llm_wiki.store import write_entry
 
     folder = Path(folder)
@@ -685,7 +689,12 @@ def import_adr(
         raise InvalidInput(
             f"--domain {domain!r} must be lowercase letters, digits and hyphens, e.g. platform."
         )
-    scope = wiki.settings.default_scope
+    scope = scope or wiki.settings.default_scope
+    if not NAME_RE.match(scope):
+        raise InvalidInput(
+            f"--scope {scope!r} must be lowercase letters, digits and hyphens, e.g. shared."
+        )
+    require_write(viewer, scope)
     records = read_records(folder)
     _fill_missing_dates(records)
     resolve = _resolver(records)

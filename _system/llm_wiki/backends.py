@@ -124,7 +124,14 @@ def call(
     system: str = "",
     max_tokens: int = 1024,
 ) -> Completion:
-    """Run one completion and log it (even when it fails) to .llm-wiki/llm-calls.jsonl."""
+    """Run one completion and log it (even when it fails) to .llm-wiki/llm-calls.jsonl.
+
+    ``scope`` names the scope(s) whose entries the prompt holds (``a,b`` for several, see
+    :func:`llm_wiki.access.scope_field`): every line of the call log carries it, so cost is
+    counted per scope and a reader sees only the calls made over scopes they may read.
+    """
+    if not scope:
+        raise ValueError("every LLM call must name the scope(s) its prompt holds")
     start = time.perf_counter()
     record: dict[str, Any] = {
         "time": clock.stamp(),

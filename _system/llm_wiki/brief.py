@@ -30,7 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from llm_wiki import backends, clock, store
-from llm_wiki.access import Viewer, walls_on
+from llm_wiki.access import Viewer, scope_field, walls_on
 from llm_wiki.catalog import Catalog, Row, read_catalog
 from llm_wiki.citations import CitationProblem, Evidence, Statement, check_statements
 from llm_wiki.consolidate import FailureRecord, failure_records
@@ -399,7 +399,7 @@ def _narrative(
         left_out=len(evidence_rows) - shown,
         most=NARRATIVE_STATEMENTS,
     )
-    scope = ",".join(sorted({r.scope for r in evidence_rows[:shown]}))
+    scope = scope_field(r.scope for r in evidence_rows[:shown])
     try:
         completion = backends.call(
             wiki,

@@ -723,8 +723,15 @@ class Catalog:
         self._set_meta("log_offset", str(size))
         self._set_meta("log_tail", tail)
 
+    def _walls_changed(self) -> bool:
+        """access.yaml appeared or went since the index files were last planned: they must be
+        re-planned (one set per scope under walls, one whole-wiki set without)."""
+        return self._meta("walls", "0") != ("1" if walls_on(self.wiki) else "0")
+
     def is_fresh(self) -> bool:
         if self._meta("version") != CATALOG_VERSION or self._meta("render_pending") == "1":
+            return False
+        if self._walls_changed():
             return False
         size, tail = _log_state(self.wiki)
         return str(size) == self._meta("log_offset") and tail == self._meta("log_tail")
@@ -739,7 +746,7 @@ class Catalog:
         if size >= offset and _tail_at(self.wiki, offset) == self._meta("log_tail"):
             if size > offset:
                 self._follow_log(offset)
-            if self._meta("render_pending") == "1":
+            if self._meta("render_pending") == "1" or self._walls_changed():
                 self.render(domains=None, full=True)
             return
         self.scan()
@@ -881,6 +888,7 @@ class Catalog:
         (same size and mtime), and index files that no domain owns any more are removed.
         """
         wanted = None if domains is None else set(domains)
+        walls = "1" if walls_on(self.wiki) else "0"
         recorded = {
             p: (n, m) for p, n, m in self.db.execute("SELECT path, size, mtime_ns FROM rendered")
         }
@@ -917,6 +925,7 @@ class Catalog:
                 with contextlib.suppress(FileNotFoundError):
                     (self.wiki.root / rel).unlink()
                 written.append(rel)
+            _prune_empty_dirs(self.wiki.root / "index", self.wiki.root / "indexes")
         with self.db:
             self.db.executemany(
                 "INSERT OR REPLACE INTO rendered(path, size, mtime_ns) VALUES(?, ?, ?)", seen
@@ -927,6 +936,8 @@ class Catalog:
                     (json.dumps(list(plan)),),
                 )
             self._set_meta("render_pending", "0")
+            if full:
+                self._set_meta("walls", walls)
         return written
 
     def _plan(self) -> dict[str, tuple[Target, str | None, list[Any]]]:
@@ -1065,6 +1076,19 @@ class Catalog:
             "",
         ]
         return ("\n".join(head + body) + "\n").replace(ROOT_MARK, target.domain_prefix)
+
+
+def _prune_empty_dirs(*bases: Path) -> None:
+    """Remove the folders an index layout no longer uses (``index/`` once walls are on, a
+    scope's folder under ``indexes/`` once they are off), deepest first."""
+    for base in bases:
+        if not base.is_dir():
+            continue
+        for folder in sorted((p for p in base.rglob("*") if p.is_dir()), reverse=True):
+            with contextlib.suppress(OSError):
+                folder.rmdir()
+        with contextlib.suppress(OSError):
+            base.rmdir()
 
 
 def _n(count: int, one: str, many: str) -> str:

@@ -48,7 +48,7 @@ from pathlib import Path
 from typing import Any
 
 from llm_wiki import backends, clock, store
-from llm_wiki.access import Viewer
+from llm_wiki.access import Viewer, require_write, walls_on
 from llm_wiki.catalog import Catalog, Row, read_catalog
 from llm_wiki.citations import CitationProblem, Evidence, check_facts, check_quote, fold
 from llm_wiki.entries import NAME_RE, Entry, check_entry, decode_text, entry_from_mapping, slugify
@@ -613,11 +613,7 @@ def ingest(
     scope = scope or wiki.settings.default_scope
     if not NAME_RE.match(scope):
         raise InvalidInput(f"scope {scope!r} must be lowercase letters, digits and hyphens.")
-    if not viewer.can_write(scope):
-        raise InvalidInput(
-            f"reader {viewer.name!r} may not write to scope {scope!r}; pass --scope with one of "
-            "your scopes."
-        )
+    require_write(viewer, scope)
     if kind is not None and kind not in KINDS:
         raise InvalidInput(f"--kind {kind!r} is not one of {', '.join(KINDS)}.")
     settings = {k: int(wiki.settings.get(f"ingest.{k}", v)) for k, v in DEFAULTS.items()}
@@ -645,8 +641,13 @@ def ingest_file(wiki: Wiki, viewer: Viewer, path: str | Path, **options: Any) ->
 
 
 def _raw_name(wiki: Wiki, sha: str, name: str) -> str:
-    """``raw/<sha>.<ext>``: an existing file of these bytes, else the source's own extension."""
-    if wiki.raw_dir.is_dir():
+    """``raw/<sha256>.<ext>``: an existing file of these bytes, else the source's own extension.
+
+    Under walls, always the source's own extension: the name an entry cites must not depend on
+    what another scope ingested (``raw/<sha>.md`` where the reader gave a ``.txt`` would say that
+    someone stored these very bytes). Two scopes ingesting the same bytes under different
+    extensions then keep two files; the same extension shares one."""
+    if not walls_on(wiki) and wiki.raw_dir.is_dir():
         for path in sorted(wiki.raw_dir.glob(f"{sha}*")):
             if path.name == sha or path.name.startswith(sha + "."):
                 return f"raw/{path.name}"

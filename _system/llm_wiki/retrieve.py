@@ -58,7 +58,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from llm_wiki.access import Viewer
+from llm_wiki.access import Viewer, scope_field
 from llm_wiki.backends import Backend, call, estimate_tokens, get_backend
 from llm_wiki.catalog import Catalog, Row, read_catalog
 from llm_wiki.citations import Statement, check_statements, evidence_from_entry, extract_cited
@@ -645,7 +645,7 @@ def _with_replacements(ranker: Ranker, picks: Sequence[Row]) -> list[Source]:
 
 
 def _scopes(rows: Iterable[Row]) -> str:
-    return ",".join(sorted({r.scope for r in rows}))
+    return scope_field(r.scope for r in rows)
 
 
 # --------------------------------------------------------------------------- the answer

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from llm_wiki.access import Viewer
+from llm_wiki.access import Viewer, scope_field, split_scopes
 from llm_wiki.catalog import Catalog
 from llm_wiki.wiki import Wiki
 
@@ -69,11 +69,12 @@ def entry_stats(wiki: Wiki, catalog: Catalog, viewer: Viewer) -> Stats:
 def llm_usage(
     wiki: Wiki, viewer: Viewer, *, since: str | None = None, until: str | None = None
 ) -> dict[str, Any]:
-    """LLM calls and tokens from .llm-wiki/llm-calls.jsonl, in total, by purpose and by day
+    """LLM calls and tokens from .llm-wiki/llm-calls.jsonl: in total, by purpose, day and scope
     (``since``/``until``: only calls on those days, inclusive, YYYY-MM-DD).
 
-    Only calls made for scopes the viewer may read count (a call for several scopes, only when
-    the viewer may read each; calls without a scope, only for a viewer who sees everything).
+    A call counts for a viewer who may read every scope its prompt held (a call logged without
+    a scope: only for a viewer who sees everything). A call whose prompt held entries of several
+    scopes (a question by a reader of both) is counted under those scopes together, ``a,b``.
     """
     from llm_wiki.backends import read_calls
 
@@ -83,9 +84,10 @@ def llm_usage(
     total = bucket()
     by_purpose: dict[str, dict[str, int]] = {}
     by_day: dict[str, dict[str, int]] = {}
+    by_scope: dict[str, dict[str, int]] = {}
     for call in read_calls(wiki):
-        scope = str(call.get("scope") or "")
-        if not (all(map(viewer.can_read, scope.split(","))) if scope else viewer.sees_all):
+        scopes = split_scopes(call.get("scope"))
+        if not viewer.sees(scopes):
             continue
         purpose = str(call.get("purpose") or "other")
         day = str(call.get("time") or "")[:10] or "unknown"
@@ -95,6 +97,7 @@ def llm_usage(
             total,
             by_purpose.setdefault(purpose, bucket()),
             by_day.setdefault(day, bucket()),
+            by_scope.setdefault(scope_field(scopes) or "-", bucket()),
         ):
             group["calls"] += 1
             group["failed"] += 0 if call.get("ok", True) else 1
@@ -104,4 +107,5 @@ def llm_usage(
         **total,
         "by_purpose": dict(sorted(by_purpose.items())),
         "by_day": dict(sorted(by_day.items())),
+        "by_scope": dict(sorted(by_scope.items())),
     }

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from llm_wiki import clock
-from llm_wiki.access import Viewer
+from llm_wiki.access import Viewer, require_write
 from llm_wiki.entries import (
     ID_RE,
     Entry,
@@ -301,11 +301,7 @@ def write_entry(
     else:
         entry = dataclasses.replace(entry, id="")
     require_valid(entry, wiki.schema)
-    if not viewer.can_write(entry.scope):
-        raise InvalidInput(
-            f"reader {viewer.name!r} may not write to scope {entry.scope!r}; pass --scope with "
-            "one of your scopes."
-        )
+    require_write(viewer, entry.scope)
     _check_sources_shape(entry)
 
     if dry_run:
@@ -336,10 +332,7 @@ def write_entry(
                 known = catalog.sha_of(candidate)
                 if known is not None or (wiki.root / rel).exists():
                     if explicit_id:
-                        raise InvalidInput(
-                            f"id {candidate!r} is already taken; choose another --id, or omit "
-                            "--id to mint one."
-                        )
+                        raise _taken(candidate)
                     if known == sha or (known is None and _same_bytes(wiki.root / rel, data)):
                         if known is None:  # a write that died before its log line: finish it
                             _record(wiki, catalog, final, rel, sha)
@@ -347,15 +340,20 @@ def write_entry(
                     continue
                 if not create_no_clobber(wiki.root / rel, data, wiki.state_dir / "tmp"):
                     if explicit_id:
-                        raise InvalidInput(
-                            f"id {candidate!r} is already taken; choose another --id."
-                        )
+                        raise _taken(candidate)
                     continue
                 _record(wiki, catalog, final, rel, sha)
                 return WriteResult(candidate, rel, sha, True, text)
             raise WikiError("could not mint a free id; this should not happen, please report it.")
         finally:
             catalog.close()
+
+
+def _taken(entry_id: str) -> InvalidInput:
+    """The one message for an explicit id already in use, whichever scope holds it."""
+    return InvalidInput(
+        f"id {entry_id!r} is already taken; choose another --id, or omit --id to mint one."
+    )
 
 
 def _record(wiki: Wiki, catalog: object, entry: Entry, rel: str, sha: str) -> None:

@@ -78,7 +78,7 @@ def verify(wiki: Wiki, viewer: Viewer) -> VerifyResult:
     checked = 0
 
     def visible(scope: str) -> bool:
-        return viewer.sees_all or (bool(scope) and viewer.can_read(scope))
+        return viewer.sees([scope])
 
     for rel, _ in store.iter_entry_files(wiki):
         data = (wiki.root / rel).read_bytes()
