@@ -21,7 +21,7 @@ import sqlite3
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from llm_wiki import store
 from llm_wiki.access import Viewer, walls_on
@@ -316,8 +316,7 @@ def _where(
 # --------------------------------------------------------------------------- parsed files
 
 
-@dataclass
-class Parsed:
+class Parsed(NamedTuple):
     """A file read from disk: its entry, or the reason it could not be read."""
 
     path: str
@@ -392,8 +391,7 @@ def render_line(
 # --------------------------------------------------------------------------- index targets
 
 
-@dataclass(frozen=True)
-class Target:
+class Target(NamedTuple):
     """Where one set of index files goes. ``scope`` None: every scope (single-user mode)."""
 
     scope: str | None

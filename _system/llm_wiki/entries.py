@@ -16,7 +16,7 @@ import re
 import unicodedata
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NamedTuple
 
 from llm_wiki.errors import InvalidInput
 
@@ -494,8 +494,7 @@ def check_id(entry_id: str) -> None:
 # --------------------------------------------------------------------------- schema
 
 
-@dataclass(frozen=True)
-class Rule:
+class Rule(NamedTuple):
     """A per-type rule from schema.md: ``field`` needs ``min_items`` items for these origins."""
 
     field: str
@@ -504,8 +503,7 @@ class Rule:
     fix: str = ""
 
 
-@dataclass(frozen=True)
-class TypeSpec:
+class TypeSpec(NamedTuple):
     name: str
     description: str = ""
     rules: tuple[Rule, ...] = ()
@@ -572,8 +570,7 @@ def schema_from_data(data: Any, what: str = "schema.md") -> Schema:
     )
 
 
-@dataclass(frozen=True)
-class Problem:
+class Problem(NamedTuple):
     field: str
     message: str
 

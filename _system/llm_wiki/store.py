@@ -18,6 +18,7 @@ import re
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import NamedTuple
 
 from llm_wiki import clock
 from llm_wiki.access import Viewer, require_write
@@ -173,8 +174,7 @@ def locked(wiki: Wiki, name: str = "write", *, blocking: bool = True) -> Iterato
 # --------------------------------------------------------------------------- log.md
 
 
-@dataclass(frozen=True)
-class LogLine:
+class LogLine(NamedTuple):
     time: str
     op: str
     subject: str
