@@ -29,7 +29,7 @@ from llm_wiki.entries import Alternative, Entry, decode_text, parse_entry
 from llm_wiki.errors import InvalidInput, WikiError
 from llm_wiki.wiki import Wiki
 
-CATALOG_VERSION = "4"
+CATALOG_VERSION = "6"
 LATEST_IN_INDEX = 15
 SUMMARY_IN_LINE = 300
 TAIL_BYTES = 4096  # of log.md, fingerprinted to notice a log that was merged, not appended to
@@ -58,6 +58,9 @@ CREATE TABLE IF NOT EXISTS entries(
 CREATE INDEX IF NOT EXISTS entries_by_domain ON entries(domain, date DESC, id DESC);
 CREATE INDEX IF NOT EXISTS entries_by_date ON entries(date DESC, id DESC);
 CREATE INDEX IF NOT EXISTS entries_by_path ON entries(path);
+-- what a scan asks first: which folders hold loose rows, and which rows are archived
+CREATE INDEX IF NOT EXISTS entries_by_month ON entries(substr(path, 1, 16)) WHERE archive IS NULL;
+CREATE INDEX IF NOT EXISTS entries_archived ON entries(path, archive) WHERE archive IS NOT NULL;
 CREATE INDEX IF NOT EXISTS entries_by_scope ON entries(scope, domain, date);
 CREATE INDEX IF NOT EXISTS entries_by_scope_date ON entries(scope, date);
 -- Counts for INDEX.md, kept by triggers so a write never scans the catalog.
@@ -95,6 +98,19 @@ CREATE TABLE IF NOT EXISTS actors(id TEXT NOT NULL, actor TEXT NOT NULL);
 CREATE INDEX IF NOT EXISTS actors_by_actor ON actors(actor);
 CREATE INDEX IF NOT EXISTS actors_by_id ON actors(id);
 CREATE TABLE IF NOT EXISTS problems(path TEXT PRIMARY KEY, message TEXT NOT NULL);
+-- Each entries/YYYY/MM/ folder's file names and stats as of the last scan that matched them;
+-- any change to the folder's rows drops its signature, so an equal signature proves the rows
+-- still match the files and a scan compares no rows for that folder.
+CREATE TABLE IF NOT EXISTS dirstat(month TEXT PRIMARY KEY, sig TEXT NOT NULL);
+CREATE TRIGGER IF NOT EXISTS dirstat_insert AFTER INSERT ON entries BEGIN
+  DELETE FROM dirstat WHERE month = substr(new.path, 1, 16);
+END;
+CREATE TRIGGER IF NOT EXISTS dirstat_delete AFTER DELETE ON entries BEGIN
+  DELETE FROM dirstat WHERE month = substr(old.path, 1, 16);
+END;
+CREATE TRIGGER IF NOT EXISTS dirstat_update AFTER UPDATE OF path, mtime_ns, size, archive ON entries BEGIN
+  DELETE FROM dirstat WHERE month IN (substr(old.path, 1, 16), substr(new.path, 1, 16));
+END;
 -- Index files as last written (size, mtime): an unchanged domain's file is not re-rendered.
 CREATE TABLE IF NOT EXISTS rendered(path TEXT PRIMARY KEY, size INTEGER, mtime_ns INTEGER);
 CREATE VIRTUAL TABLE IF NOT EXISTS fts USING fts5(
@@ -810,28 +826,12 @@ class Catalog:
 
     def scan(self) -> ScanResult:
         """Compare every file with the catalog; re-parse only what changed; render."""
-        loose_known: dict[str, tuple[int, int] | None] = {
-            path: (mtime, size)
-            for path, mtime, size in self.db.execute(
-                "SELECT path, mtime_ns, size FROM entries WHERE archive IS NULL"
-            ).fetchall()
-        }
         archived: dict[str, str] = dict(
             self.db.execute(
                 "SELECT path, archive FROM entries WHERE archive IS NOT NULL"
             ).fetchall()
         )
-        for (path,) in self.db.execute("SELECT path FROM problems").fetchall():
-            loose_known.setdefault(path, None)
-        known = loose_known.keys() | archived.keys()
-        loose: set[str] = set()
-        changed: list[Parsed] = []
-        root = self.wiki.root
-        for rel, st in store.iter_entry_files(self.wiki, ordered=False):
-            loose.add(rel)
-            if loose_known.get(rel) == (st.st_mtime_ns, st.st_size):
-                continue
-            changed.append(parse_file(rel, (root / rel).read_bytes(), st.st_mtime_ns, st.st_size))
+        loose, changed, missing, signatures, had_rows = self._scan_loose()
         changed.sort(key=lambda p: p.path)
         on_disk = archive_names(self.wiki)
         held = {  # path -> the archive the catalog reads it from
@@ -841,7 +841,7 @@ class Catalog:
         }
         # Archives new to the catalog are read; all of them when a file left entries/ (it may
         # have been archived by another machine).
-        vanished = any(p not in held for p in known - loose)
+        vanished = any(p not in held for p in missing)
         to_read = on_disk if vanished else on_disk - set(archived.values())
         for item in _iter_archived(self.wiki, to_read):
             if item.path == item.archive:
@@ -855,14 +855,17 @@ class Catalog:
             held[item.path] = name
             changed.append(item)
         seen = loose | held.keys() | {p.path for p in changed}
-        removed = sorted(known - seen)
+        removed = sorted((missing | archived.keys()) - seen)
         with self.db:
             self._set_meta("render_pending", "1")
             touched: set[str] | None = None
-            if known:
+            if had_rows or archived:
                 touched = self.apply(changed, removed)
             else:
                 self._bulk_load(changed)
+            self.db.executemany(
+                "INSERT OR REPLACE INTO dirstat(month, sig) VALUES(?, ?)", signatures.items()
+            )
             self._consume_log()
         written = self.render(domains=touched, full=True)
         if self._meta("version") != CATALOG_VERSION:  # the first build is complete
@@ -873,6 +876,73 @@ class Catalog:
         return ScanResult(parsed=len(changed), removed=len(removed), written=tuple(written))
 
     # -- rendering INDEX.md and the domain files
+    def _scan_loose(
+        self,
+    ) -> tuple[set[str], list[Parsed], set[str], dict[str, str], bool]:
+        """Stat every loose entry file; re-parse those whose size or mtime differ from the row.
+
+        A folder whose names and stats equal its stored signature needs no rows read at all.
+        Returns the loose paths, the re-parsed files, the catalog's loose paths no longer on
+        disk, the signatures of the folders compared, and whether the catalog had loose rows.
+        """
+        db = self.db
+        stored = dict(db.execute("SELECT month, sig FROM dirstat").fetchall())
+        in_catalog = {
+            m
+            for query in (
+                "SELECT DISTINCT substr(path, 1, 16) FROM entries WHERE archive IS NULL",
+                "SELECT DISTINCT substr(path, 1, 16) FROM problems",
+            )
+            for (m,) in db.execute(query).fetchall()
+        }
+        root = self.wiki.root
+        loose: set[str] = set()
+        changed: list[Parsed] = []
+        missing: set[str] = set()
+        signatures: dict[str, str] = {}
+        walked: set[str] = set()
+        for month, files in store.iter_entry_months(self.wiki):
+            walked.add(month)
+            files.sort(key=lambda f: f[0])
+            sig = "\n".join(f"{name} {st.st_mtime_ns} {st.st_size}" for name, st in files)
+            names = {month + name for name, _ in files}
+            loose |= names
+            if month in in_catalog and stored.get(month) == sig:
+                continue
+            known = self._rows_in(month)
+            for name, st in files:
+                rel = month + name
+                if known.get(rel) != (st.st_mtime_ns, st.st_size):
+                    changed.append(
+                        parse_file(rel, (root / rel).read_bytes(), st.st_mtime_ns, st.st_size)
+                    )
+            missing |= known.keys() - names
+            signatures[month] = sig
+        for month in in_catalog - walked:
+            missing |= self._rows_in(month).keys()
+        db.execute(
+            "DELETE FROM dirstat WHERE month NOT IN (SELECT value FROM json_each(?))",
+            (json.dumps(sorted(walked)),),
+        )
+        return loose, changed, missing, signatures, bool(in_catalog)
+
+    def _rows_in(self, month: str) -> dict[str, tuple[int, int] | None]:
+        """The loose rows (and unreadable files) of one ``entries/YYYY/MM/`` folder."""
+        bounds = (month, month[:-1] + "0")  # "0" sorts right after "/"
+        known: dict[str, tuple[int, int] | None] = {
+            path: (mtime, size)
+            for path, mtime, size in self.db.execute(
+                "SELECT path, mtime_ns, size FROM entries "
+                "WHERE archive IS NULL AND path >= ? AND path < ?",
+                bounds,
+            ).fetchall()
+        }
+        for (path,) in self.db.execute(
+            "SELECT path FROM problems WHERE path >= ? AND path < ?", bounds
+        ).fetchall():
+            known.setdefault(path, None)
+        return known
+
     def render(
         self,
         *,

@@ -119,22 +119,23 @@ def sha256_bytes(data: bytes) -> str:
     return sha256_hex(data)
 
 
-def iter_entry_files(wiki: Wiki, *, ordered: bool = True) -> Iterator[tuple[str, os.stat_result]]:
-    """Every ``entries/YYYY/MM/*.md`` as (path relative to the root, stat), sorted unless
-    ``ordered`` is False (a scan that only compares stats need not pay for sorting)."""
+def iter_entry_months(wiki: Wiki) -> Iterator[tuple[str, list[tuple[str, os.stat_result]]]]:
+    """Each ``entries/YYYY/MM/`` folder (in order) with its ``*.md`` files and their stats, as
+    the folder lists them."""
     for year, year_path in _sorted_dirs(wiki.entries_dir):
         for month, month_path in _sorted_dirs(year_path):
-            prefix = f"entries/{year}/{month}/"
             with os.scandir(month_path) as it:
-                if not ordered:
-                    for e in it:
-                        name = e.name
-                        if name[-3:] == ".md" and name[0] != ".":
-                            yield prefix + name, e.stat()
-                    continue
-                files = {e.name: e for e in it if e.name[-3:] == ".md" and e.name[0] != "."}
-            for name in sorted(files):
-                yield prefix + name, files[name].stat()
+                files = [
+                    (e.name, e.stat()) for e in it if e.name[-3:] == ".md" and e.name[0] != "."
+                ]
+            yield f"entries/{year}/{month}/", files
+
+
+def iter_entry_files(wiki: Wiki) -> Iterator[tuple[str, os.stat_result]]:
+    """Every ``entries/YYYY/MM/*.md`` as (path relative to the root, stat), sorted."""
+    for prefix, files in iter_entry_months(wiki):
+        for name, st in sorted(files, key=lambda f: f[0]):
+            yield prefix + name, st
 
 
 def _sorted_dirs(path: Path | str) -> list[tuple[str, str]]:
