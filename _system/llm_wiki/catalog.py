@@ -14,6 +14,7 @@ and running ``llm-wiki index`` gives the same bytes.
 from __future__ import annotations
 
 import contextlib
+import itertools
 import json
 import os
 import re
@@ -558,56 +559,50 @@ class Catalog:
             ],
         )
 
-    def _bulk_load(self, parsed: Sequence[Parsed]) -> None:
-        """Fill an empty catalog in a few statements (a full build), lines rendered up front."""
-        loaded: dict[str, Parsed] = {}
-        problems: list[tuple[str, str]] = []
-        for item in parsed:
-            if item.entry is None:
-                problems.append((item.path, item.problem))
-            elif item.entry.id in loaded:
-                holder = loaded[item.entry.id].path
-                problems.append(
-                    (
-                        item.path,
-                        f"{item.path}: id {item.entry.id} is already used by {holder}; remove the copy.",
-                    )
-                )
-            else:
-                loaded[item.entry.id] = item
-        newer: dict[str, list[str]] = {}
-        for item in loaded.values():
-            entry = item.entry
-            assert entry is not None
-            for old in entry.supersedes:
-                target = loaded.get(old)
-                if (
-                    target is not None
-                    and target.entry is not None
-                    and target.entry.scope == entry.scope
-                ):
-                    newer.setdefault(old, []).append(entry.id)
-        rows = []
-        for item in loaded.values():
-            entry = item.entry
-            assert entry is not None
-            by = tuple(sorted(newer.get(entry.id, ())))
-            rows.append(
-                _row_values(
-                    item, json.dumps(by) if by else None, render_line(entry, by, item.archive)
-                )
-            )
+    def _bulk_load(self, parsed: Iterable[Parsed], batch: int = 2000) -> None:
+        """Fill an empty catalog (a full build), streaming: rows go in by the ``batch``, so memory
+        holds one batch of entries, not the wiki. Lines are rendered as they go in; the few
+        entries something supersedes are re-rendered at the end, once every row is there."""
         first = (
             int(self.db.execute("SELECT coalesce(max(rowid), 0) FROM entries").fetchone()[0]) + 1
         )
-        self.db.executemany(
-            f"INSERT INTO entries(rowid, {_COLUMNS}) VALUES({','.join('?' * 26)})",
-            [(first + i, *row) for i, row in enumerate(rows)],
-        )
-        self._insert_side_tables(
-            [(first + i, item.entry) for i, item in enumerate(loaded.values()) if item.entry]
-        )
+        held: dict[str, str] = {}  # id -> path of the copy loaded
+        problems: list[tuple[str, str]] = []
+        rows: list[tuple[Any, ...]] = []
+        items: list[tuple[int | None, Entry]] = []
+        replaced: set[str] = set()
+
+        def flush() -> None:
+            self.db.executemany(
+                f"INSERT INTO entries(rowid, {_COLUMNS}) VALUES({','.join('?' * 26)})", rows
+            )
+            self._insert_side_tables(items)
+            rows.clear()
+            items.clear()
+
+        for item in parsed:
+            entry = item.entry
+            if entry is None:
+                problems.append((item.path, item.problem))
+                continue
+            if entry.id in held:
+                problems.append(
+                    (
+                        item.path,
+                        f"{item.path}: id {entry.id} is already used by {held[entry.id]}; remove the copy.",
+                    )
+                )
+                continue
+            held[entry.id] = item.path
+            replaced.update(entry.supersedes)
+            rowid = first + len(held) - 1
+            rows.append((rowid, *_row_values(item, None, render_line(entry, (), item.archive))))
+            items.append((rowid, entry))
+            if len(rows) >= batch:
+                flush()
+        flush()
         self.db.executemany("INSERT OR REPLACE INTO problems(path, message) VALUES(?, ?)", problems)
+        self._relink(replaced & held.keys())
 
     def _delete_id(self, entry_id: str) -> None:
         got = self.db.execute("SELECT rowid FROM entries WHERE id=?", (entry_id,)).fetchone()
@@ -831,8 +826,8 @@ class Catalog:
                 "SELECT path, archive FROM entries WHERE archive IS NOT NULL"
             ).fetchall()
         )
-        loose, changed, missing, signatures, had_rows = self._scan_loose()
-        changed.sort(key=lambda p: p.path)
+        loose, pending, missing, signatures, had_rows = self._scan_loose()
+        changed: list[Parsed] = []  # from archives; loose files are parsed below, as needed
         on_disk = archive_names(self.wiki)
         held = {  # path -> the archive the catalog reads it from
             path: archive
@@ -856,13 +851,18 @@ class Catalog:
             changed.append(item)
         seen = loose | held.keys() | {p.path for p in changed}
         removed = sorted((missing | archived.keys()) - seen)
+        root = self.wiki.root
+        parsed = (
+            parse_file(rel, (root / rel).read_bytes(), mtime, size)
+            for rel, mtime, size in sorted(pending)
+        )
         with self.db:
             self._set_meta("render_pending", "1")
             touched: set[str] | None = None
             if had_rows or archived:
-                touched = self.apply(changed, removed)
+                touched = self.apply([*parsed, *changed], removed)
             else:
-                self._bulk_load(changed)
+                self._bulk_load(itertools.chain(parsed, changed))
             self.db.executemany(
                 "INSERT OR REPLACE INTO dirstat(month, sig) VALUES(?, ?)", signatures.items()
             )
@@ -873,17 +873,20 @@ class Catalog:
                 self._set_meta("version", CATALOG_VERSION)
             self.db.execute("PRAGMA journal_mode=WAL")
             self.db.execute("PRAGMA synchronous=NORMAL")
-        return ScanResult(parsed=len(changed), removed=len(removed), written=tuple(written))
+        return ScanResult(
+            parsed=len(pending) + len(changed), removed=len(removed), written=tuple(written)
+        )
 
     # -- rendering INDEX.md and the domain files
     def _scan_loose(
         self,
-    ) -> tuple[set[str], list[Parsed], set[str], dict[str, str], bool]:
-        """Stat every loose entry file; re-parse those whose size or mtime differ from the row.
+    ) -> tuple[set[str], list[tuple[str, int, int]], set[str], dict[str, str], bool]:
+        """Stat every loose entry file; pick those whose size or mtime differ from the row.
 
         A folder whose names and stats equal its stored signature needs no rows read at all.
-        Returns the loose paths, the re-parsed files, the catalog's loose paths no longer on
-        disk, the signatures of the folders compared, and whether the catalog had loose rows.
+        Returns the loose paths, the (path, mtime, size) of files to re-parse, the catalog's loose
+        paths no longer on disk, the signatures of the folders compared, and whether the catalog
+        had loose rows.
         """
         db = self.db
         stored = dict(db.execute("SELECT month, sig FROM dirstat").fetchall())
@@ -895,27 +898,23 @@ class Catalog:
             )
             for (m,) in db.execute(query).fetchall()
         }
-        root = self.wiki.root
         loose: set[str] = set()
-        changed: list[Parsed] = []
+        pending: list[tuple[str, int, int]] = []
         missing: set[str] = set()
         signatures: dict[str, str] = {}
         walked: set[str] = set()
         for month, files in store.iter_entry_months(self.wiki):
             walked.add(month)
-            files.sort(key=lambda f: f[0])
-            sig = "\n".join(f"{name} {st.st_mtime_ns} {st.st_size}" for name, st in files)
-            names = {month + name for name, _ in files}
+            sig = repr(files)  # names, mtimes and sizes, in name order
+            names = {month + name for name, _, _ in files}
             loose |= names
             if month in in_catalog and stored.get(month) == sig:
                 continue
             known = self._rows_in(month)
-            for name, st in files:
+            for name, mtime, size in files:
                 rel = month + name
-                if known.get(rel) != (st.st_mtime_ns, st.st_size):
-                    changed.append(
-                        parse_file(rel, (root / rel).read_bytes(), st.st_mtime_ns, st.st_size)
-                    )
+                if known.get(rel) != (mtime, size):
+                    pending.append((rel, mtime, size))
             missing |= known.keys() - names
             signatures[month] = sig
         for month in in_catalog - walked:
@@ -924,7 +923,7 @@ class Catalog:
             "DELETE FROM dirstat WHERE month NOT IN (SELECT value FROM json_each(?))",
             (json.dumps(sorted(walked)),),
         )
-        return loose, changed, missing, signatures, bool(in_catalog)
+        return loose, pending, missing, signatures, bool(in_catalog)
 
     def _rows_in(self, month: str) -> dict[str, tuple[int, int] | None]:
         """The loose rows (and unreadable files) of one ``entries/YYYY/MM/`` folder."""
@@ -1360,8 +1359,8 @@ def check_index(wiki: Wiki) -> IndexResult:
     fresh = Catalog(wiki, fresh_db)
     try:
         parsed = [
-            parse_file(rel, (wiki.root / rel).read_bytes(), st.st_mtime_ns, st.st_size)
-            for rel, st in store.iter_entry_files(wiki)
+            parse_file(rel, (wiki.root / rel).read_bytes(), mtime, size)
+            for rel, mtime, size in store.iter_entry_files(wiki)
         ]
         seen = {p.path for p in parsed}
         for item in _iter_archived(wiki, archive_names(wiki)):

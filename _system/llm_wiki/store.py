@@ -119,23 +119,27 @@ def sha256_bytes(data: bytes) -> str:
     return sha256_hex(data)
 
 
-def iter_entry_months(wiki: Wiki) -> Iterator[tuple[str, list[tuple[str, os.stat_result]]]]:
-    """Each ``entries/YYYY/MM/`` folder (in order) with its ``*.md`` files and their stats, as
-    the folder lists them."""
+def iter_entry_months(wiki: Wiki) -> Iterator[tuple[str, list[tuple[str, int, int]]]]:
+    """Each ``entries/YYYY/MM/`` folder (in order) with its ``*.md`` files as (name, mtime_ns,
+    size), sorted by name."""
     for year, year_path in _sorted_dirs(wiki.entries_dir):
         for month, month_path in _sorted_dirs(year_path):
+            files = []
             with os.scandir(month_path) as it:
-                files = [
-                    (e.name, e.stat()) for e in it if e.name[-3:] == ".md" and e.name[0] != "."
-                ]
+                for e in it:
+                    name = e.name
+                    if name[-3:] == ".md" and name[0] != ".":
+                        st = e.stat()
+                        files.append((name, st.st_mtime_ns, st.st_size))
+            files.sort()
             yield f"entries/{year}/{month}/", files
 
 
-def iter_entry_files(wiki: Wiki) -> Iterator[tuple[str, os.stat_result]]:
-    """Every ``entries/YYYY/MM/*.md`` as (path relative to the root, stat), sorted."""
+def iter_entry_files(wiki: Wiki) -> Iterator[tuple[str, int, int]]:
+    """Every ``entries/YYYY/MM/*.md`` as (path relative to the root, mtime_ns, size), sorted."""
     for prefix, files in iter_entry_months(wiki):
-        for name, st in sorted(files, key=lambda f: f[0]):
-            yield prefix + name, st
+        for name, mtime, size in files:
+            yield prefix + name, mtime, size
 
 
 def _sorted_dirs(path: Path | str) -> list[tuple[str, str]]:

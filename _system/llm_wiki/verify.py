@@ -80,7 +80,7 @@ def verify(wiki: Wiki, viewer: Viewer) -> VerifyResult:
     def visible(scope: str) -> bool:
         return viewer.sees([scope])
 
-    for rel, _ in store.iter_entry_files(wiki):
+    for rel, _, _ in store.iter_entry_files(wiki):
         data = (wiki.root / rel).read_bytes()
         entry_id = os.path.basename(rel)[:-3]
         present.add(entry_id)

@@ -11,6 +11,7 @@ Run: pytest tests/bench/test_bench_foundation.py -s
 
 from __future__ import annotations
 
+import os
 import resource
 import shutil
 import statistics
@@ -25,7 +26,7 @@ from wikigen import make_entries, write_wiki  # noqa: E402
 
 from conftest import subprocess_env  # noqa: E402
 
-N = 10_000
+N = int(os.environ.get("LLM_WIKI_BENCH_ENTRIES", "10000"))
 
 FLOOR = """
 import os, sys, yaml
@@ -91,7 +92,8 @@ def test_bench_foundation(big_wiki):
     shutil.rmtree(big_wiki / ".llm-wiki", ignore_errors=True)
     peak = peak_rss_mb(index_cmd, env)
 
-    # re-index after one new entry, against the full build
+    # re-index after one new entry, against the full build: an entry written with the tool,
+    # then, five times, one added behind its back (as git would), each followed by `index`
     subprocess.run(
         [
             py,
@@ -109,14 +111,16 @@ def test_bench_foundation(big_wiki):
         check=True,
         capture_output=True,
     )
-    new = big_wiki / "entries/2099/01/2099-01-01-added-behind-the-tools-back-abcd.md"
-    new.parent.mkdir(parents=True, exist_ok=True)
-    new.write_text(
-        "---\nid: 2099-01-01-added-behind-the-tools-back-abcd\ntype: incident\ndate: 2099-01-01\n"
-        "summary: Added behind the tool's back\ndomain: ops\n---\nbody\n"
-    )
-    reindex = timed(index_cmd, env, runs=1, label="reindex")
-    reindex += timed(index_cmd, env, runs=4)  # nothing changed: the scan alone
+    reindex = timed(index_cmd, env, label="reindex")
+    for i in range(5):
+        new = big_wiki / f"entries/2099/01/2099-01-0{i + 1}-added-behind-the-tools-back-abc{i}.md"
+        new.parent.mkdir(parents=True, exist_ok=True)
+        new.write_text(
+            f"---\nid: {new.stem}\ntype: incident\ndate: 2099-01-0{i + 1}\n"
+            "summary: Added behind the tool's back\ndomain: ops\n---\nbody\n"
+        )
+        reindex += timed(index_cmd, env, label="reindex")
+    unchanged = timed(index_cmd, env, runs=4)  # nothing changed: the scan alone
 
     # write on the 10k wiki vs the click import floor (alternating, 15 runs each)
     click_floor, writes = [], []
@@ -154,7 +158,7 @@ def test_bench_foundation(big_wiki):
     )
     print(f"peak memory of the full build: {peak:.0f} MB (target <= 300 MB)")
     print(
-        f"re-index after one new entry: {reindex[0] * 1000:.0f} ms = {100 * reindex[0] / f_full:.1f}% of the full build (target <= 5%); CPU {100 * cpu['reindex'] / cpu['full']:.1f}%; unchanged re-index {min(reindex[1:]) * 1000:.0f} ms"
+        f"re-index after one new entry: best {min(reindex) * 1000:.0f} ms of {len(reindex)} (median {statistics.median(reindex) * 1000:.0f}) = {100 * min(reindex) / f_full:.1f}% of the full build (target <= 5%); CPU {100 * cpu['reindex'] / cpu['full']:.1f}%; unchanged re-index {min(unchanged) * 1000:.0f} ms"
     )
     print(
         f"write at {N} entries: best {f_write * 1000:.0f} ms (median {statistics.median(writes) * 1000:.0f}); import click: best {f_click * 1000:.0f} ms (median {statistics.median(click_floor) * 1000:.0f}); ratio {f_write / f_click:.2f}x (target <= 2x); CPU ratio {cpu['write'] / cpu['click']:.2f}x"
