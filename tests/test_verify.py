@@ -10,7 +10,7 @@ from conftest import write_args
 def test_clean_wiki_verifies(cli):
     cli(*write_args())
     result = cli("verify")
-    assert "Verified 1 entries: clean." in result.stdout
+    assert "Verified 1 entry: clean." in result.stdout
 
 
 def test_edited_removed_and_unlogged_are_reported(cli, wiki_path):
@@ -34,4 +34,4 @@ def test_edited_removed_and_unlogged_are_reported(cli, wiki_path):
         ("unlogged", "2026-01-01-added-by-hand-abcd"),
     }
     text = cli("verify", code=1).stdout
-    assert f"edited: {a['id']}" in text and "3 finding(s)" in text
+    assert f"edited: {a['id']}" in text and "3 findings" in text

@@ -452,11 +452,11 @@ def index_build(check: bool, as_json: bool, wiki_path: str | None, reader: str |
         if result.stale:
             click.echo("Stale (run `llm-wiki index`): " + ", ".join(result.stale))
         else:
-            click.echo(f"Index is up to date ({result.entries} entries).")
+            click.echo(f"Index is up to date ({_n(result.entries, 'entry', 'entries')}).")
     else:
         click.echo(
-            f"Indexed {result.entries} entries (re-parsed {result.parsed}, dropped "
-            f"{result.removed}); wrote {len(result.written)} index files."
+            f"Indexed {_n(result.entries, 'entry', 'entries')} (re-parsed {result.parsed}, "
+            f"dropped {result.removed}); wrote {_n(len(result.written), 'index file')}."
         )
     for path, message in result.problems:
         click.echo(f"warning: {path}: unreadable entry skipped: {message}", err=True)
@@ -485,8 +485,8 @@ def wiki_verify(as_json: bool, wiki_path: str | None, reader: str | None) -> Non
     else:
         for f in result.findings:
             click.echo(f"{f.kind}: {f.id or f.path} ({f.path}) — {f.detail}")
-        state = "clean" if result.ok else f"{len(result.findings)} finding(s)"
-        click.echo(f"Verified {result.checked} entries: {state}.")
+        state = "clean" if result.ok else _n(len(result.findings), "finding")
+        click.echo(f"Verified {_n(result.checked, 'entry', 'entries')}: {state}.")
     if not result.ok:
         sys.exit(1)
 
@@ -508,7 +508,9 @@ def wiki_stats(as_json: bool, wiki_path: str | None, reader: str | None) -> None
     if as_json:
         _print_json(stats.to_dict())
         return
-    click.echo(f"{stats.entries} entries ({stats.first or '-'} to {stats.latest or '-'})")
+    click.echo(
+        f"{_n(stats.entries, 'entry', 'entries')} ({stats.first or '-'} to {stats.latest or '-'})"
+    )
     for title, counts in (
         ("status", stats.by_status),
         ("type", stats.by_type),
@@ -634,8 +636,9 @@ def wiki_consolidate(
         raise WikiError(f"{result.error}; the domains left wait for the next run.")
 
 
-def _n(count: int, word: str) -> str:
-    return f"{count} {word}{'' if count == 1 else 's'}"
+def _n(count: int, word: str, plural: str = "") -> str:
+    """``1 entry``, ``2 entries``: a count with its noun."""
+    return f"{count} {word if count == 1 else plural or word + 's'}"
 
 
 # ---- archive and sync
@@ -682,11 +685,11 @@ def wiki_archive(
         click.echo(f"warning: left {entry_id} in entries/: {reason}", err=True)
     if result.finished:
         click.echo(
-            f"Finished an interrupted run: removed {len(result.finished)} archived originals."
+            f"Finished an interrupted run: removed {_n(len(result.finished), 'archived original')}."
         )
     if dry_run:
         click.echo(
-            f"Would archive {len(result.ids)} entries superseded before {result.cutoff}"
+            f"Would archive {_n(len(result.ids), 'entry', 'entries')} superseded before {result.cutoff}"
             + (":" if result.ids else ".")
         )
         for entry_id in result.ids:
@@ -694,7 +697,7 @@ def wiki_archive(
     elif result.archive:
         ratio = result.entry_bytes / result.size if result.size else 0.0
         click.echo(
-            f"Archived {len(result.ids)} entries into {result.archive} "
+            f"Archived {_n(len(result.ids), 'entry', 'entries')} into {result.archive} "
             f"({result.size:,} bytes, {ratio:.1f}x smaller)."
         )
     elif not result.finished:
@@ -733,15 +736,15 @@ def wiki_sync(
         _print_json(result.to_dict())
         return
     if result.committed:
-        click.echo(f"Committed {result.committed} files ({(result.commit or '')[:12]}).")
+        click.echo(f"Committed {_n(result.committed, 'file')} ({(result.commit or '')[:12]}).")
     else:
         click.echo("Nothing new to commit.")
     if result.remote is None:
         click.echo("No git remote: committed locally only (add one with `git remote add`).")
     else:
-        click.echo(f"Pulled {result.pulled} commits from {result.remote}.")
+        click.echo(f"Pulled {_n(result.pulled, 'commit')} from {result.remote}.")
         click.echo(f"Pushed to {result.remote}." if result.pushed else "Not pushed (--no-push).")
-    click.echo(f"The catalog holds {result.entries} entries.")
+    click.echo(f"The catalog holds {_n(result.entries, 'entry', 'entries')}.")
 
 
 # ---- lint
@@ -792,9 +795,9 @@ def wiki_lint(
             click.echo(f"{f.level:<7} {f.check}: {f.message}")
         counts = result.counts
         click.echo(
-            f"Linted {result.checked} entries: {counts['error']} errors, {counts['warning']} "
-            f"warnings, {counts['info']} info"
-            + (f" ({result.calls} LLM calls)" if with_llm else "")
+            f"Linted {_n(result.checked, 'entry', 'entries')}: {_n(counts['error'], 'error')}, "
+            f"{_n(counts['warning'], 'warning')}, {counts['info']} info"
+            + (f" ({_n(result.calls, 'LLM call')})" if with_llm else "")
             + "."
         )
     if not result.ok:
@@ -932,7 +935,7 @@ def adr_import(
                 click.echo(f"{record.name} -> {record.id}{replaces}")
         skipped = len(result.records) - result.created
         click.echo(
-            f"Imported {result.created} records into domain {result.domain}"
+            f"Imported {_n(result.created, 'record')} into domain {result.domain}"
             + (f"; {skipped} already there." if skipped else ".")
         )
     for warning in result.warnings:
