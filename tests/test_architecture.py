@@ -7,6 +7,8 @@ import json
 import subprocess
 import sys
 
+import pytest
+
 from conftest import SRC, subprocess_env
 
 PACKAGE = SRC / "llm_wiki"
@@ -92,3 +94,25 @@ def test_every_command_has_help_with_an_example():
         doc = command.help or ""
         assert doc.strip(), f"{name} has no help"
         assert "Example usage:" in doc, f"{name} help lacks 'Example usage:'"
+
+
+USAGE_ERRORS = [
+    (["list", "--bogus"], "No such option '--bogus'; see `llm-wiki list --help`."),
+    (["bogus"], "No such command 'bogus'; see `llm-wiki --help`."),
+    (["--bogus", "list"], "No such option '--bogus'; see `llm-wiki --help`."),
+    (["query"], "Missing argument 'QUESTION'; see `llm-wiki query --help`."),
+    (["list", "--limit", "0"], "Invalid value for '--limit'"),
+    (["import-adr", "no/such/dir"], "Directory 'no/such/dir' does not exist"),
+    (["schedule", "render", "--platform", "windows"], "see `llm-wiki schedule render --help`."),
+]
+
+
+@pytest.mark.parametrize("args, message", USAGE_ERRORS, ids=[" ".join(a) for a, _ in USAGE_ERRORS])
+def test_a_usage_error_is_one_line_and_exits_2(wiki_path, args, message):
+    """Like every other error: one `Error:` line on stderr (not click's usage block), exit 2."""
+    from conftest import Cli
+
+    result = Cli(wiki_path)(*args, code=2)
+    assert result.stderr.startswith("Error: ") and message in result.stderr
+    assert len(result.stderr.splitlines()) == 1, result.stderr
+    assert result.stdout == ""

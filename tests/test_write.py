@@ -234,3 +234,29 @@ def test_scope_defaults_from_settings(cli, wiki_path):
 def test_show_unknown_id(cli):
     result = cli("show", "2020-01-01-nope-abcd", code=1)
     assert result.stderr.startswith("Error: No entry '2020-01-01-nope-abcd'")
+
+
+BAD_CONFIG = [
+    ("settings.yaml", b"backend: \xff\n", 2, "settings.yaml is not UTF-8 text"),
+    ("schema.md", b"\xff\xfe", 2, "schema.md is not UTF-8 text"),
+    ("access.yaml", b"readers:\n  \xff: {admin: true}\n", 2, "access.yaml is not UTF-8 text"),
+    ("settings.yaml", "backend: [offline\n", 2, "settings.yaml: malformed YAML at line 2"),
+    ("settings.yaml", None, 1, "cannot read"),  # a folder where the file belongs
+]
+
+
+@pytest.mark.parametrize(
+    "name, content, code, message", BAD_CONFIG, ids=[m for *_, m in BAD_CONFIG]
+)
+def test_a_broken_config_file_is_one_line_naming_it(cli, wiki_path, name, content, code, message):
+    path = wiki_path / name
+    path.unlink(missing_ok=True)
+    if content is None:
+        path.mkdir()
+    else:
+        path.write_bytes(content if isinstance(content, bytes) else content.encode())
+    before = snapshot(wiki_path)
+    result = cli(*write_args(), "--as", "someone", code=code)
+    assert result.stderr.startswith("Error: ") and message in result.stderr
+    assert len(result.stderr.splitlines()) == 1
+    assert snapshot(wiki_path) == before

@@ -41,11 +41,37 @@ class _ExampleHelp:
                     formatter.write(f"{'':>{formatter.current_indent + 4}}{line}\n".rstrip(" "))
 
 
-class _Command(_ExampleHelp, click.Command):
+class _UsageError(click.UsageError):
+    """A usage error as one line, like every other error (click prints three)."""
+
+    def show(self, file: Any = None) -> None:
+        click.echo(f"Error: {self.message}", file=file, err=True)
+
+
+def _one_line(exc: click.UsageError) -> click.UsageError:
+    """``Error: <what>; see `llm-wiki CMD --help`.`` in place of click's usage block."""
+    if isinstance(exc, _UsageError | click.exceptions.NoArgsIsHelpError):
+        return exc
+    text = exc.format_message().strip().rstrip(".")
+    where = exc.ctx.command_path if exc.ctx is not None else "llm-wiki"
+    return _UsageError(f"{text}; see `{where} --help`.", exc.ctx)
+
+
+class _OneLineErrors:
+    """Parse errors (bad flags, missing arguments) as one line on stderr, exit 2."""
+
+    def make_context(self, *args: Any, **kwargs: Any) -> click.Context:
+        try:
+            return super().make_context(*args, **kwargs)  # type: ignore[misc]
+        except click.UsageError as exc:
+            raise _one_line(exc) from None
+
+
+class _Command(_OneLineErrors, _ExampleHelp, click.Command):
     pass
 
 
-class _Group(_ExampleHelp, click.Group):
+class _Group(_OneLineErrors, _ExampleHelp, click.Group):
     """Turns every WikiError into one line on stderr and its exit code."""
 
     command_class = _Command
@@ -56,6 +82,8 @@ class _Group(_ExampleHelp, click.Group):
         except WikiError as exc:
             click.echo(f"Error: {exc.message}", err=True)
             ctx.exit(exc.exit_code)
+        except click.UsageError as exc:  # an unknown command
+            raise _one_line(exc) from None
         except BrokenPipeError:  # `llm-wiki list | head`
             sys.stderr.close()
             ctx.exit(1)
@@ -110,7 +138,7 @@ def _print_json(data: Any) -> None:
 _json_option = click.option("--json", "as_json", is_flag=True, help="Print JSON for agents.")
 
 
-@click.group(cls=_Group, context_settings={"help_option_names": ["-h", "--help"]})
+@click.group(name="llm-wiki", cls=_Group, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(__version__, prog_name="llm-wiki")
 @_wiki_options
 @click.pass_context

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from llm_wiki.entries import Schema, load_yaml, schema_data, schema_from_data
+from llm_wiki.entries import Schema, decode_text, load_yaml, schema_data, schema_from_data
 from llm_wiki.errors import InvalidInput, WikiError
 
 ENV_DIR = "LLM_WIKI_DIR"
@@ -104,7 +104,15 @@ class Wiki:
                 return stored[key[0]][1]
         except (OSError, EOFError, TypeError, ValueError):
             stored = {}
-        value = load(path.read_text(encoding="utf-8"), str(path))
+        try:
+            raw = path.read_bytes()
+        except FileNotFoundError:
+            raise
+        except OSError as exc:
+            raise WikiError(
+                f"cannot read {path}: {exc.strerror}; fix it or its permissions."
+            ) from None
+        value = load(decode_text(raw, str(path)), str(path))
         stored = {k: v for k, v in stored.items() if os.path.exists(k)}
         stored[key[0]] = (key, value)
         try:
