@@ -24,6 +24,10 @@ class _ExampleHelp:
 
     help: str | None
 
+    def get_short_help_str(self, limit: int = 45) -> str:
+        """The whole first sentence in a group's command list (wrapped), never cut off."""
+        return super().get_short_help_str(limit=500)  # type: ignore[misc]
+
     def format_help_text(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
         import inspect
         import textwrap
@@ -98,14 +102,18 @@ def _wiki_options(func: F) -> F:
         default=None,
         help="Who is reading (walls); else LLM_WIKI_READER.",
     )(func)
-    func = click.option(
+    return _wiki_option(func)
+
+
+def _wiki_option(func: F) -> F:
+    """``--wiki`` alone, for commands that read no entries (schedule)."""
+    return click.option(
         "--wiki",
         "wiki_path",
         metavar="PATH",
         default=None,
         help="The wiki folder; else LLM_WIKI_DIR, the nearest wiki upward, or ~/llm-wiki.",
     )(func)
-    return func
 
 
 def _context(wiki_path: str | None, reader: str | None) -> tuple[Any, Any]:
@@ -356,7 +364,7 @@ def entry_show(entry_id: str, as_json: bool, wiki_path: str | None, reader: str 
 
     Example usage:
 
-        llm-wiki show 2026-05-02-use-postgres-for-the-ledger-3f2a
+        llm-wiki show 2026-05-02-use-postgres-for-the-ledger-f685
     """
     from llm_wiki.reads import show_entry
 
@@ -600,6 +608,12 @@ def wiki_stats(as_json: bool, wiki_path: str | None, reader: str | None) -> None
 @click.option(
     "--dry-run", is_flag=True, help="Show what would be done and its cost; call and write nothing."
 )
+@click.option(
+    "--backend",
+    metavar="NAME",
+    help="anthropic | claude-cli | offline; else LLM_WIKI_BACKEND, settings.yaml.",
+)
+@click.option("--model", help="The backend's model; else LLM_WIKI_MODEL.")
 @_json_option
 @_wiki_options
 def wiki_consolidate(
@@ -609,6 +623,8 @@ def wiki_consolidate(
     max_tokens: int | None,
     verify_with_llm: bool,
     dry_run: bool,
+    backend: str | None,
+    model: str | None,
     as_json: bool,
     wiki_path: str | None,
     reader: str | None,
@@ -616,9 +632,10 @@ def wiki_consolidate(
     """Rewrite each out-of-date domain as one cited synthesis (the nightly job).
 
     A domain is out of date when its active entries differ from those its current synthesis
-    was made from. Uses the backend in settings.yaml (offline: extractive syntheses); every
-    statement must cite the entries it rests on, or the attempt is recorded in
-    synthesis-failures.md. Exits 1 when the backend is unusable or fails.
+    was made from. The nightly job uses the backend in settings.yaml (offline: extractive
+    syntheses); every statement must cite the entries it rests on, or the attempt is recorded
+    in synthesis-failures.md. Exits 1 when the backend is unusable or fails: it never falls
+    back to offline.
 
     Example usage:
 
@@ -626,12 +643,14 @@ def wiki_consolidate(
         llm-wiki consolidate --domain ledger --dry-run
         llm-wiki consolidate --max-calls 10 --max-tokens 100000 --json
     """
+    from llm_wiki.backends import get_backend
     from llm_wiki.consolidate import consolidate
 
     wiki, viewer = _context(wiki_path, reader)
     result = consolidate(
         wiki,
         viewer,
+        backend=get_backend(wiki, backend, model),
         domain=domain,
         all_domains=all_domains,
         max_calls=max_calls,
@@ -689,7 +708,7 @@ def wiki_archive(
     wiki_path: str | None,
     reader: str | None,
 ) -> None:
-    """Roll long-superseded entries into archive/YYYY-MM-<hash>.tar.zst.
+    """Roll long-superseded entries into a monthly archive (archive/*.tar.zst).
 
     Reads stay transparent: show, list, query and verify see archived entries. Each original is
     removed only after its archive copy is checked and logged; a re-run finishes an interrupted
@@ -787,8 +806,12 @@ def wiki_sync(
     type=click.IntRange(min=0),
     help="LLM calls at most (default settings.yaml lint.max_calls).",
 )
-@click.option("--backend", help="LLM backend for --with-llm (default: settings.yaml).")
-@click.option("--model", help="Model for --with-llm.")
+@click.option(
+    "--backend",
+    metavar="NAME",
+    help="The backend for --with-llm: anthropic | claude-cli; else LLM_WIKI_BACKEND, settings.yaml.",
+)
+@click.option("--model", help="The backend's model; else LLM_WIKI_MODEL.")
 @_json_option
 @_wiki_options
 def wiki_lint(
@@ -972,7 +995,9 @@ def adr_import(
 
 @cli.command(name="eval")
 @click.argument("questions", type=click.Path(exists=True, dir_okay=False))
-@click.option("--k", type=int, default=None, help="Entries picked per question (default 3).")
+@click.option(
+    "--k", type=int, default=None, help="Entries picked per question (settings: query.k, 3)."
+)
 @_json_option
 @_wiki_options
 def wiki_eval(
@@ -1164,8 +1189,12 @@ def _ingest_line(result: Any) -> str:
     help="Write it to briefings/YYYY-MM-DD.md in the wiki (the daily job); with walls, one "
     "per scope: briefings/<scope>/YYYY-MM-DD.md.",
 )
-@click.option("--backend", metavar="NAME", help="LLM backend for the narrative; else settings.")
-@click.option("--model", help="The backend's model.")
+@click.option(
+    "--backend",
+    metavar="NAME",
+    help="The backend for the narrative; else LLM_WIKI_BACKEND, settings.yaml.",
+)
+@click.option("--model", help="The backend's model; else LLM_WIKI_MODEL.")
 @_json_option
 @_wiki_options
 def wiki_brief(
@@ -1274,7 +1303,7 @@ def _schedule_options(func: F) -> F:
         ]
     ):
         func = option(func)
-    return _wiki_options(func)
+    return _wiki_option(func)
 
 
 def _schedule_layout(
@@ -1306,7 +1335,6 @@ def schedule_render(
     env_file: str | None,
     as_json: bool,
     wiki_path: str | None,
-    reader: str | None,
 ) -> None:
     """Print (or write to --out DIR) the plists or units for this wiki; install nothing.
 
@@ -1348,7 +1376,6 @@ def schedule_install(
     env_file: str | None,
     as_json: bool,
     wiki_path: str | None,
-    reader: str | None,
 ) -> None:
     """Install and load the jobs; create the env file (mode 0600) if it is missing.
 
@@ -1420,11 +1447,11 @@ def schedule_status(
     env_file: str | None,
     as_json: bool,
     wiki_path: str | None,
-    reader: str | None,
 ) -> None:
     """For each job: installed, current, loaded, and how its last run ended.
 
-    Exits 1 when a job is missing, out of date, not loaded, or its last run failed.
+    Exits 1 when a job is missing, out of date, not loaded, or its last run failed, or when the
+    env file is missing or readable by others.
 
     Example usage:
 
