@@ -56,9 +56,11 @@ def _one_line(exc: click.UsageError) -> click.UsageError:
     """``Error: <what>; see `llm-wiki CMD --help`.`` in place of click's usage block."""
     if isinstance(exc, _UsageError | click.exceptions.NoArgsIsHelpError):
         return exc
-    text = exc.format_message().strip().rstrip(".")
+    text = exc.format_message().strip()
     where = exc.ctx.command_path if exc.ctx is not None else "llm-wiki"
-    return _UsageError(f"{text}; see `{where} --help`.", exc.ctx)
+    if text.rstrip(")").endswith("?"):  # "No such option: --bodyy. (Did you mean ...?)"
+        return _UsageError(f"{text} See `{where} --help`.", exc.ctx)
+    return _UsageError(f"{text.rstrip('.')}; see `{where} --help`.", exc.ctx)
 
 
 class _OneLineErrors:
