@@ -260,3 +260,22 @@ def test_a_broken_config_file_is_one_line_naming_it(cli, wiki_path, name, conten
     assert result.stderr.startswith("Error: ") and message in result.stderr
     assert len(result.stderr.splitlines()) == 1
     assert snapshot(wiki_path) == before
+
+
+def test_init_takes_the_wiki_like_every_other_command(tmp_path):
+    """PATH, or --wiki before or after the command name; a non-empty folder is refused."""
+    from conftest import Cli
+
+    run = Cli(None)
+    made = json.loads(run("init", "--wiki", str(tmp_path / "a"), "--json").stdout)
+    assert made["created"] and (tmp_path / "a/schema.md").is_file()
+    assert "Created a wiki at" in run("--wiki", str(tmp_path / "b"), "init").stdout
+    again = run("init", str(tmp_path / "a"))
+    assert again.stdout == f"{tmp_path / 'a'} is already a wiki; nothing changed.\n"
+    (tmp_path / "c").mkdir()
+    (tmp_path / "c/notes.txt").write_text("mine")
+    refused = run("init", str(tmp_path / "c"), code=2)
+    assert (
+        refused.stderr.startswith("Error: ") and "is not empty and is not a wiki" in refused.stderr
+    )
+    assert sorted(p.name for p in (tmp_path / "c").iterdir()) == ["notes.txt"]

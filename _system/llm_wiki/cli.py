@@ -175,7 +175,8 @@ def cli(ctx: click.Context, wiki_path: str | None, reader: str | None) -> None:
 @cli.command(name="init")
 @click.argument("path", required=False)
 @_json_option
-def wiki_init(path: str | None, as_json: bool) -> None:
+@_wiki_option
+def wiki_init(path: str | None, as_json: bool, wiki_path: str | None) -> None:
     """Create a wiki: README.md, schema.md, settings.yaml, INDEX.md, log.md, entries/.
 
     PATH defaults to --wiki, LLM_WIKI_DIR, or ~/llm-wiki. A non-empty folder that is not a wiki
@@ -184,6 +185,7 @@ def wiki_init(path: str | None, as_json: bool) -> None:
     Example usage:
 
         llm-wiki init ~/llm-wiki
+        llm-wiki init --wiki ~/team-wiki --json
     """
     import os
     from pathlib import Path
@@ -192,7 +194,11 @@ def wiki_init(path: str | None, as_json: bool) -> None:
 
     obj = click.get_current_context().find_root().obj or {}
     target = (
-        path or obj.get("wiki_path") or os.environ.get(ENV_DIR) or str(Path.home() / "llm-wiki")
+        path
+        or wiki_path
+        or obj.get("wiki_path")
+        or os.environ.get(ENV_DIR)
+        or str(Path.home() / "llm-wiki")
     )
     result = init_wiki(target)
     if as_json:
