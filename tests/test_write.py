@@ -239,6 +239,7 @@ def test_show_unknown_id(cli):
 BAD_CONFIG = [
     ("settings.yaml", b"backend: \xff\n", 2, "settings.yaml is not UTF-8 text"),
     ("schema.md", b"\xff\xfe", 2, "schema.md is not UTF-8 text"),
+    ("schema.md", "# Rules\n", 2, "schema.md has no ```yaml block; restore the block"),
     ("access.yaml", b"readers:\n  \xff: {admin: true}\n", 2, "access.yaml is not UTF-8 text"),
     ("settings.yaml", "backend: [offline\n", 2, "settings.yaml: malformed YAML at line 2"),
     ("settings.yaml", None, 1, "cannot read"),  # a folder where the file belongs

@@ -534,7 +534,9 @@ def schema_data(text: str, what: str = "schema.md") -> Any:
     """The YAML block of schema.md as plain data."""
     match = _SCHEMA_BLOCK_RE.search(text)
     if match is None:
-        raise InvalidInput(f"{what} has no ```yaml block; restore it from `llm-wiki init` output.")
+        raise InvalidInput(
+            f"{what} has no ```yaml block; restore the block (git checkout), or copy it from the schema.md of a new `llm-wiki init`."
+        )
     return load_yaml(match.group(1), what)
 
 
