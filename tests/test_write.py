@@ -280,3 +280,20 @@ def test_init_takes_the_wiki_like_every_other_command(tmp_path):
         refused.stderr.startswith("Error: ") and "is not empty and is not a wiki" in refused.stderr
     )
     assert sorted(p.name for p in (tmp_path / "c").iterdir()) == ["notes.txt"]
+
+
+def test_not_a_wiki_suggests_init_only_where_init_would_work(tmp_path):
+    from conftest import Cli
+
+    run = Cli(None)
+    new = run("--wiki", str(tmp_path / "new"), "list", code=1)
+    assert f"create one with `llm-wiki init {tmp_path / 'new'}`." in new.stderr
+    (tmp_path / "notes").mkdir()
+    (tmp_path / "notes/todo.txt").write_text("mine")
+    for other in (tmp_path / "notes", tmp_path / "notes/todo.txt"):
+        result = run("--wiki", str(other), "list", code=1)
+        assert (
+            "point --wiki at a wiki's folder, or create one with `llm-wiki init NEW-FOLDER`."
+            in result.stderr
+        )
+        assert len(result.stderr.splitlines()) == 1
