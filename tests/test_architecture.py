@@ -106,6 +106,9 @@ def test_every_command_has_help_with_an_example():
         doc = command.help or ""
         assert doc.strip(), f"{name} has no help"
         assert "Example usage:" in doc, f"{name} help lacks 'Example usage:'"
+        for param in command.params:
+            if param.param_type_name == "option":
+                assert param.help, f"{name} {param.opts[0]} has no help"
 
 
 def test_the_command_list_shows_each_summary_whole():

@@ -406,7 +406,9 @@ def entry_show(entry_id: str, as_json: bool, wiki_path: str | None, reader: str 
     show_default=True,
     help="Effective status (superseded is derived).",
 )
-@click.option("--limit", type=click.IntRange(min=1), default=50, show_default=True)
+@click.option(
+    "--limit", type=click.IntRange(min=1), default=50, show_default=True, help="At most this many."
+)
 @click.option("--offset", type=click.IntRange(min=0), default=0, help="Skip this many (paging).")
 @_json_option
 @_wiki_options
