@@ -223,7 +223,7 @@ def test_a_tampered_entry_stays_loose_and_verify_tells(cli, wiki_path, monkeypat
     path.write_text(path.read_text().replace("Use Kafka", "Use RabbitMQ"))
     monkeypatch.setenv("LLM_WIKI_NOW", "2026-05-02")
     result = cli("archive")
-    assert "Archived 1 entries" in result.stdout
+    assert "Archived 1 entry" in result.stdout
     assert f"warning: left {b} in entries/: its file differs from the sha256" in result.stderr
     assert path.exists() and not (wiki_path / f"entries/2026/01/{a}.md").exists()
     findings = cli.json("verify", code=1)["findings"]
@@ -343,7 +343,7 @@ def test_wiki_archive_job_under_dash_and_env_i(cli, wiki_path, monkeypatch):
     env = {"LLM_WIKI_DIR": wiki_path, "LLM_WIKI_NOW": "2026-05-02"}
     proc = run_script("wiki-archive", env=env)
     assert proc.returncode == 0, proc.stderr
-    assert "Archived 1 entries into archive/2026-05-" in proc.stdout
+    assert "Archived 1 entry into archive/2026-05-" in proc.stdout
     assert len(STAMP.findall(proc.stderr)) == 2 and "done (exit 0)" in proc.stderr
     assert cli.json("show", old)["archive"]
     proc = run_script("wiki-archive", env=env)  # a second run changes nothing

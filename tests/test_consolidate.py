@@ -348,6 +348,19 @@ def test_an_unusable_backend_fails_loudly_and_never_falls_back(cli, wiki_path, l
     assert synthesis_ids(cli) == []
 
 
+def test_backend_and_model_flags_choose_for_one_run(cli, wiki_path, ledger):
+    """Like query, brief, lint and ingest: --backend wins over settings.yaml, and the error's
+    advice (`--backend offline`) is a flag consolidate takes."""
+    register("needs-key-test", KeyedBackend)
+    configure(wiki_path)  # mock in settings.yaml
+    result = cli("consolidate", "--backend", "needs-key-test", code=1)
+    assert "No API key for the needs-key-test backend" in result.stderr
+    assert "--backend offline" in result.stderr
+    plan = cli.json("consolidate", "--backend", "offline", "--model", "m", "--dry-run")
+    assert (plan["backend"], plan["model"]) == ("offline", "m")
+    assert synthesis_ids(cli) == []
+
+
 # --------------------------------------------------------------------------- budgets
 
 

@@ -60,3 +60,6 @@ def test_malformed_questions_exit_2(cli, tmp_path):
     bad = tmp_path / "bad.jsonl"
     bad.write_text('{"qid": "a", "question": "ok", "relevant": []}\n{not json\n')
     assert "bad.jsonl:2: malformed JSON" in cli("eval", str(bad), code=2).stderr
+    bad.write_bytes(b'{"qid": "a", "question": "caf\xe9?", "relevant": []}\n')
+    result = cli("eval", str(bad), code=2)
+    assert result.stderr.startswith("Error: ") and "bad.jsonl is not UTF-8 text" in result.stderr

@@ -127,6 +127,12 @@ def test_list_filters(cli, monkeypatch):
     assert page["total"] == 6 and len(page["entries"]) == 2
     text = cli("list", "--limit", "2").stdout
     assert "4 more" in text
+    for flag, value in (("--since", "2026-13-01"), ("--until", "yesterday")):
+        result = cli("list", flag, value, code=2)  # not a silent "No entries match."
+        assert (
+            result.stderr
+            == f"Error: {flag} {value!r} is not an ISO date; use YYYY-MM-DD, e.g. 2026-05-02.\n"
+        )
 
 
 def test_actor_filter(cli):

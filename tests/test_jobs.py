@@ -63,7 +63,7 @@ def test_archive_runs_once_a_month_and_catches_up(home, wiki_path):
         "--supersedes", old, "--date", "2026-01-20")  # fmt: skip
     first = run_with_env_file(home, "wiki-archive", "--monthly")
     assert first.returncode == 0, first.stderr
-    assert "Archived 1 entries" in first.stdout  # the first run of May (the 1st was missed)
+    assert "Archived 1 entry" in first.stdout  # the first run of May (the 1st was missed)
     again = run_with_env_file(home, "wiki-archive", "--monthly", now="2026-05-11")
     assert again.returncode == 0 and "already ran in 2026-05" in again.stderr
     assert again.stdout == "" and "start:" not in again.stderr

@@ -160,9 +160,10 @@ def test_errors_say_how_to_fix_them_in_the_tools_terms(server):
                 supersedes=["2026-01-01-nothing-0000"],
             ),
             await call(client, "wiki_write", type="incident", summary="No domain"),
+            await call(client, "wiki_list", since="last week"),
         )
 
-    missing, no_alts, bad_type, bad_ref, no_domain = session(server, steps)
+    missing, no_alts, bad_type, bad_ref, no_domain, bad_since = session(server, steps)
     assert (
         "No entry '2026-01-01-nothing-0000'; find ids with wiki_list or wiki_query"
         in missing["error"]
@@ -171,6 +172,8 @@ def test_errors_say_how_to_fix_them_in_the_tools_terms(server):
     assert "memo" in bad_type["error"] and "decision" in bad_type["error"]
     assert "check the id with wiki_list" in bad_ref["error"]
     assert "domain" in no_domain["error"] and "Field required" in no_domain["error"]
+    assert "since 'last week' is not an ISO date; use YYYY-MM-DD" in bad_since["error"]
+    assert "--since" not in bad_since["error"]
 
 
 WALLS = "readers:\n  root:\n    admin: true\n  alice:\n    scopes: [acme]\n"

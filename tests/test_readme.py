@@ -51,3 +51,72 @@ def test_readme_main_command_works_on_a_fresh_copy(tmp_path):
     assert f"Superseded by {current}." in answer
     assert f"entries/2026/06/{current}.md" in sources
     assert "2026-04-02-ledger-postgres  2026-04-02 (superseded)" in sources
+
+
+def readme_section(title):
+    text = (REPO / "README.md").read_text()
+    return text.split(f"\n## {title}\n", 1)[1].split("\n## ", 1)[0]
+
+
+def test_readme_using_it_runs_as_written(tmp_path):
+    """The "Using it" block, verbatim, in a fresh HOME (with the entry.md it names)."""
+    import os
+    import sys
+
+    from conftest import subprocess_env
+
+    block = re.search(r"```sh\n(.*?)\n```", readme_section("Using it"), re.S).group(1)
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    shim = bin_dir / "llm-wiki"
+    shim.write_text(f'#!/bin/sh\nexec {sys.executable} -m llm_wiki "$@"\n')
+    shim.chmod(0o755)
+    (tmp_path / "home").mkdir()
+    (tmp_path / "entry.md").write_text(
+        "---\ntype: incident\ndomain: ledger\nsummary: The nightly report timed out\n---\n"
+    )
+    env = subprocess_env(
+        HOME=str(tmp_path / "home"), PATH=f"{bin_dir}{os.pathsep}{os.environ['PATH']}"
+    )
+    proc = subprocess.run(
+        ["sh", "-ec", block], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300
+    )
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    first = "2026-04-02-keep-the-ledger-in-postgres-47c4"
+    assert f"Recorded {first}" in proc.stdout  # the id the README says it prints
+    assert "[superseded by 2026-" in proc.stdout
+    assert "Verified 3 entries: clean." in proc.stdout
+
+
+def test_readme_json_keys_are_what_the_commands_print(cli, wiki_path, monkeypatch, tmp_path):
+    """The `--json` table in "Using it from an agent" names exactly the top-level keys."""
+    import json
+
+    from conftest import EVAL, write_args
+
+    table = readme_section("Using it from an agent").split("| command | keys |")[1]
+    rows = dict(re.findall(r"^\| `([a-z-]+)` \| (.*) \|$", table, re.M))
+    monkeypatch.setenv("LLM_WIKI_NOW", "2026-05-02")
+    first = cli.json(*write_args("Use Postgres for the ledger"))["id"]
+    args = {
+        "write": write_args("Use SQLite for the cache", domain="cache")[1:] + ["--dry-run"],
+        "show": [first],
+        "list": [],
+        "query": ["Which database holds the ledger?"],
+        "brief": [],
+        "stats": [],
+        "verify": [],
+        "lint": [],
+        "index": [],
+        "eval": [str(EVAL / "tdr-dev.jsonl")],
+    }
+    assert sorted(rows) == sorted(args)
+    fields = set(cli.json("list")["entries"][0])
+    for command, keys in rows.items():
+        named = {k for k in re.findall(r"`([^`]+)`", re.sub(r"\([^)]*\)", "", keys))}
+        named = {k for k in named if not k.startswith("-")}
+        got = set(json.loads(cli(command, *args[command], "--json").stdout))
+        if command == "show":  # "the entry's fields, ..." and the derived ones named
+            assert named <= got and got - named <= fields, (command, got ^ named)
+        else:
+            assert got == named, (command, got ^ named)

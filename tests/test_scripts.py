@@ -46,7 +46,7 @@ def test_wiki_write_and_index_under_env_i(wiki_path):
     assert "Recorded " in proc.stdout
     proc = run_script("wiki-index", env={"LLM_WIKI_DIR": wiki_path})
     assert proc.returncode == 0, proc.stderr
-    assert "Indexed 1 entries" in proc.stdout
+    assert "Indexed 1 entry" in proc.stdout
     assert len(STAMP.findall(proc.stderr)) >= 2
     assert Cli(wiki_path).json("stats")["entries"] == 1
 
@@ -68,6 +68,7 @@ def test_missing_wiki_dir_fails_loudly():
     proc = run_script("wiki-index")
     assert proc.returncode == 2
     assert "LLM_WIKI_DIR is not set" in proc.stderr and STAMP.search(proc.stderr)
+    assert proc.stderr.rstrip().endswith("set it in the env file.")  # not "... file. 2"
 
 
 def test_failed_write_exits_non_zero(wiki_path):

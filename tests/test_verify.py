@@ -10,7 +10,7 @@ from conftest import write_args
 def test_clean_wiki_verifies(cli):
     cli(*write_args())
     result = cli("verify")
-    assert "Verified 1 entries: clean." in result.stdout
+    assert "Verified 1 entry: clean." in result.stdout
 
 
 def test_edited_removed_and_unlogged_are_reported(cli, wiki_path):
@@ -34,4 +34,18 @@ def test_edited_removed_and_unlogged_are_reported(cli, wiki_path):
         ("unlogged", "2026-01-01-added-by-hand-abcd"),
     }
     text = cli("verify", code=1).stdout
-    assert f"edited: {a['id']}" in text and "3 finding(s)" in text
+    assert f"edited: {a['id']}" in text and "3 findings" in text
+
+
+def test_show_of_an_entry_mangled_by_hand_names_the_file_and_points_to_verify(cli, wiki_path):
+    """Not the reader's mistake (exit 1, not 2), and one line saying which file and what next."""
+    a = cli.json(*write_args("First"))
+    path = wiki_path / a["path"]
+    os.chmod(path, 0o644)
+    path.write_text("garbage\n")
+    result = cli("show", a["id"], code=1)
+    assert result.stderr == (
+        f"Error: {a['path']} no longer reads as an entry; run `llm-wiki verify` to see what "
+        "changed.\n"
+    )
+    assert f"edited: {a['id']}" in cli("verify", code=1).stdout

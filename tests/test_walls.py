@@ -117,6 +117,15 @@ def test_access_yaml_that_cannot_be_read_fails_closed(cli, walled, wiki_path):
     assert "cannot read" in result.stderr and "access.yaml" in result.stderr
 
 
+def test_a_reader_written_without_its_mapping_is_named_as_such(cli, walled, wiki_path):
+    """`alice: [shared]` or a bare `alice:` is a mistake in access.yaml, not an unknown reader."""
+    for spec in ("[shared]", ""):
+        (wiki_path / "access.yaml").write_text(f"readers:\n  alice: {spec}\n")
+        result = cli("--as", "alice", "list", code=2)
+        assert "access.yaml: reader 'alice' must be a mapping" in result.stderr
+        assert "not in access.yaml" not in result.stderr
+
+
 def test_a_hidden_entry_reads_exactly_like_an_absent_one(cli, walled):
     beta = walled["matter-beta"]
     absent = beta[:-4] + "ffff"

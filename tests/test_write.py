@@ -234,3 +234,66 @@ def test_scope_defaults_from_settings(cli, wiki_path):
 def test_show_unknown_id(cli):
     result = cli("show", "2020-01-01-nope-abcd", code=1)
     assert result.stderr.startswith("Error: No entry '2020-01-01-nope-abcd'")
+
+
+BAD_CONFIG = [
+    ("settings.yaml", b"backend: \xff\n", 2, "settings.yaml is not UTF-8 text"),
+    ("schema.md", b"\xff\xfe", 2, "schema.md is not UTF-8 text"),
+    ("schema.md", "# Rules\n", 2, "schema.md has no ```yaml block; restore the block"),
+    ("access.yaml", b"readers:\n  \xff: {admin: true}\n", 2, "access.yaml is not UTF-8 text"),
+    ("settings.yaml", "backend: [offline\n", 2, "settings.yaml: malformed YAML at line 2"),
+    ("settings.yaml", None, 1, "cannot read"),  # a folder where the file belongs
+]
+
+
+@pytest.mark.parametrize(
+    "name, content, code, message", BAD_CONFIG, ids=[m for *_, m in BAD_CONFIG]
+)
+def test_a_broken_config_file_is_one_line_naming_it(cli, wiki_path, name, content, code, message):
+    path = wiki_path / name
+    path.unlink(missing_ok=True)
+    if content is None:
+        path.mkdir()
+    else:
+        path.write_bytes(content if isinstance(content, bytes) else content.encode())
+    before = snapshot(wiki_path)
+    result = cli(*write_args(), "--as", "someone", code=code)
+    assert result.stderr.startswith("Error: ") and message in result.stderr
+    assert len(result.stderr.splitlines()) == 1
+    assert snapshot(wiki_path) == before
+
+
+def test_init_takes_the_wiki_like_every_other_command(tmp_path):
+    """PATH, or --wiki before or after the command name; a non-empty folder is refused."""
+    from conftest import Cli
+
+    run = Cli(None)
+    made = json.loads(run("init", "--wiki", str(tmp_path / "a"), "--json").stdout)
+    assert made["created"] and (tmp_path / "a/schema.md").is_file()
+    assert "Created a wiki at" in run("--wiki", str(tmp_path / "b"), "init").stdout
+    again = run("init", str(tmp_path / "a"))
+    assert again.stdout == f"{tmp_path / 'a'} is already a wiki; nothing changed.\n"
+    (tmp_path / "c").mkdir()
+    (tmp_path / "c/notes.txt").write_text("mine")
+    refused = run("init", str(tmp_path / "c"), code=2)
+    assert (
+        refused.stderr.startswith("Error: ") and "is not empty and is not a wiki" in refused.stderr
+    )
+    assert sorted(p.name for p in (tmp_path / "c").iterdir()) == ["notes.txt"]
+
+
+def test_not_a_wiki_suggests_init_only_where_init_would_work(tmp_path):
+    from conftest import Cli
+
+    run = Cli(None)
+    new = run("--wiki", str(tmp_path / "new"), "list", code=1)
+    assert f"create one with `llm-wiki init {tmp_path / 'new'}`." in new.stderr
+    (tmp_path / "notes").mkdir()
+    (tmp_path / "notes/todo.txt").write_text("mine")
+    for other in (tmp_path / "notes", tmp_path / "notes/todo.txt"):
+        result = run("--wiki", str(other), "list", code=1)
+        assert (
+            "point --wiki at a wiki's folder, or create one with `llm-wiki init NEW-FOLDER`."
+            in result.stderr
+        )
+        assert len(result.stderr.splitlines()) == 1

@@ -20,8 +20,9 @@ wiki_log() {
     printf '%s %s %s\n' "$(date -u +%Y-%m-%dT%H:%M:%SZ)" "$job" "$*" >&2
 }
 
+# wiki_die MESSAGE [EXIT_CODE]: log one ERROR line and exit (1 unless given).
 wiki_die() {
-    wiki_log "ERROR: $*"
+    wiki_log "ERROR: $1"
     exit "${2:-1}"
 }
 

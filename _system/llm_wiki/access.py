@@ -25,7 +25,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from llm_wiki.entries import NAME_RE, load_yaml
+from llm_wiki.entries import NAME_RE, decode_text, load_yaml
 from llm_wiki.errors import InvalidInput, WikiError
 from llm_wiki.wiki import Wiki
 
@@ -88,14 +88,14 @@ def split_scopes(field: str | None) -> list[str]:
 def load_access(wiki: Wiki) -> dict[str, Any] | None:
     """The parsed access.yaml, or None in single-user mode."""
     try:
-        text = wiki.access_path.read_text(encoding="utf-8")
+        raw = wiki.access_path.read_bytes()
     except FileNotFoundError:
         return None
     except OSError as exc:  # fail closed: walls that cannot be read are not lifted
         raise WikiError(
             f"cannot read {wiki.access_path}: {exc.strerror}; fix its permissions."
         ) from None
-    data = load_yaml(text, str(wiki.access_path)) or {}
+    data = load_yaml(decode_text(raw, str(wiki.access_path)), str(wiki.access_path)) or {}
     readers = data.get("readers") if isinstance(data, dict) else None
     if not isinstance(readers, dict):
         raise InvalidInput(
@@ -117,6 +117,11 @@ def resolve_viewer(wiki: Wiki, reader: str | None = None) -> Viewer:
             f"{ENV_READER}=READER."
         )
     spec = access["readers"].get(name)
+    if name in access["readers"] and not isinstance(spec, dict):
+        raise InvalidInput(
+            f"access.yaml: reader {name!r} must be a mapping, e.g. `scopes: [shared]` or "
+            "`admin: true` on the lines under it."
+        )
     if not isinstance(spec, dict):
         raise WikiError(
             f"Reader {name!r} is not in access.yaml; ask the wiki's admin to add it, or use "

@@ -24,6 +24,10 @@ class _ExampleHelp:
 
     help: str | None
 
+    def get_short_help_str(self, limit: int = 45) -> str:
+        """The whole first sentence in a group's command list (wrapped), never cut off."""
+        return super().get_short_help_str(limit=500)  # type: ignore[misc]
+
     def format_help_text(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
         import inspect
         import textwrap
@@ -41,11 +45,39 @@ class _ExampleHelp:
                     formatter.write(f"{'':>{formatter.current_indent + 4}}{line}\n".rstrip(" "))
 
 
-class _Command(_ExampleHelp, click.Command):
+class _UsageError(click.UsageError):
+    """A usage error as one line, like every other error (click prints three)."""
+
+    def show(self, file: Any = None) -> None:
+        click.echo(f"Error: {self.message}", file=file, err=True)
+
+
+def _one_line(exc: click.UsageError) -> click.UsageError:
+    """``Error: <what>; see `llm-wiki CMD --help`.`` in place of click's usage block."""
+    if isinstance(exc, _UsageError | click.exceptions.NoArgsIsHelpError):
+        return exc
+    text = exc.format_message().strip()
+    where = exc.ctx.command_path if exc.ctx is not None else "llm-wiki"
+    if text.rstrip(")").endswith("?"):  # "No such option: --bodyy. (Did you mean ...?)"
+        return _UsageError(f"{text} See `{where} --help`.", exc.ctx)
+    return _UsageError(f"{text.rstrip('.')}; see `{where} --help`.", exc.ctx)
+
+
+class _OneLineErrors:
+    """Parse errors (bad flags, missing arguments) as one line on stderr, exit 2."""
+
+    def make_context(self, *args: Any, **kwargs: Any) -> click.Context:
+        try:
+            return super().make_context(*args, **kwargs)  # type: ignore[misc]
+        except click.UsageError as exc:
+            raise _one_line(exc) from None
+
+
+class _Command(_OneLineErrors, _ExampleHelp, click.Command):
     pass
 
 
-class _Group(_ExampleHelp, click.Group):
+class _Group(_OneLineErrors, _ExampleHelp, click.Group):
     """Turns every WikiError into one line on stderr and its exit code."""
 
     command_class = _Command
@@ -56,6 +88,8 @@ class _Group(_ExampleHelp, click.Group):
         except WikiError as exc:
             click.echo(f"Error: {exc.message}", err=True)
             ctx.exit(exc.exit_code)
+        except click.UsageError as exc:  # an unknown command
+            raise _one_line(exc) from None
         except BrokenPipeError:  # `llm-wiki list | head`
             sys.stderr.close()
             ctx.exit(1)
@@ -70,14 +104,18 @@ def _wiki_options(func: F) -> F:
         default=None,
         help="Who is reading (walls); else LLM_WIKI_READER.",
     )(func)
-    func = click.option(
+    return _wiki_option(func)
+
+
+def _wiki_option(func: F) -> F:
+    """``--wiki`` alone, for commands that read no entries (schedule)."""
+    return click.option(
         "--wiki",
         "wiki_path",
         metavar="PATH",
         default=None,
         help="The wiki folder; else LLM_WIKI_DIR, the nearest wiki upward, or ~/llm-wiki.",
     )(func)
-    return func
 
 
 def _context(wiki_path: str | None, reader: str | None) -> tuple[Any, Any]:
@@ -110,7 +148,7 @@ def _print_json(data: Any) -> None:
 _json_option = click.option("--json", "as_json", is_flag=True, help="Print JSON for agents.")
 
 
-@click.group(cls=_Group, context_settings={"help_option_names": ["-h", "--help"]})
+@click.group(name="llm-wiki", cls=_Group, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(__version__, prog_name="llm-wiki")
 @_wiki_options
 @click.pass_context
@@ -137,7 +175,8 @@ def cli(ctx: click.Context, wiki_path: str | None, reader: str | None) -> None:
 @cli.command(name="init")
 @click.argument("path", required=False)
 @_json_option
-def wiki_init(path: str | None, as_json: bool) -> None:
+@_wiki_option
+def wiki_init(path: str | None, as_json: bool, wiki_path: str | None) -> None:
     """Create a wiki: README.md, schema.md, settings.yaml, INDEX.md, log.md, entries/.
 
     PATH defaults to --wiki, LLM_WIKI_DIR, or ~/llm-wiki. A non-empty folder that is not a wiki
@@ -146,6 +185,7 @@ def wiki_init(path: str | None, as_json: bool) -> None:
     Example usage:
 
         llm-wiki init ~/llm-wiki
+        llm-wiki init --wiki ~/team-wiki --json
     """
     import os
     from pathlib import Path
@@ -154,7 +194,11 @@ def wiki_init(path: str | None, as_json: bool) -> None:
 
     obj = click.get_current_context().find_root().obj or {}
     target = (
-        path or obj.get("wiki_path") or os.environ.get(ENV_DIR) or str(Path.home() / "llm-wiki")
+        path
+        or wiki_path
+        or obj.get("wiki_path")
+        or os.environ.get(ENV_DIR)
+        or str(Path.home() / "llm-wiki")
     )
     result = init_wiki(target)
     if as_json:
@@ -328,7 +372,7 @@ def entry_show(entry_id: str, as_json: bool, wiki_path: str | None, reader: str 
 
     Example usage:
 
-        llm-wiki show 2026-05-02-use-postgres-for-the-ledger-3f2a
+        llm-wiki show 2026-05-02-use-postgres-for-the-ledger-f685
     """
     from llm_wiki.reads import show_entry
 
@@ -362,7 +406,9 @@ def entry_show(entry_id: str, as_json: bool, wiki_path: str | None, reader: str 
     show_default=True,
     help="Effective status (superseded is derived).",
 )
-@click.option("--limit", type=click.IntRange(min=1), default=50, show_default=True)
+@click.option(
+    "--limit", type=click.IntRange(min=1), default=50, show_default=True, help="At most this many."
+)
 @click.option("--offset", type=click.IntRange(min=0), default=0, help="Skip this many (paging).")
 @_json_option
 @_wiki_options
@@ -452,11 +498,11 @@ def index_build(check: bool, as_json: bool, wiki_path: str | None, reader: str |
         if result.stale:
             click.echo("Stale (run `llm-wiki index`): " + ", ".join(result.stale))
         else:
-            click.echo(f"Index is up to date ({result.entries} entries).")
+            click.echo(f"Index is up to date ({_n(result.entries, 'entry', 'entries')}).")
     else:
         click.echo(
-            f"Indexed {result.entries} entries (re-parsed {result.parsed}, dropped "
-            f"{result.removed}); wrote {len(result.written)} index files."
+            f"Indexed {_n(result.entries, 'entry', 'entries')} (re-parsed {result.parsed}, "
+            f"dropped {result.removed}); wrote {_n(len(result.written), 'index file')}."
         )
     for path, message in result.problems:
         click.echo(f"warning: {path}: unreadable entry skipped: {message}", err=True)
@@ -485,8 +531,8 @@ def wiki_verify(as_json: bool, wiki_path: str | None, reader: str | None) -> Non
     else:
         for f in result.findings:
             click.echo(f"{f.kind}: {f.id or f.path} ({f.path}) — {f.detail}")
-        state = "clean" if result.ok else f"{len(result.findings)} finding(s)"
-        click.echo(f"Verified {result.checked} entries: {state}.")
+        state = "clean" if result.ok else _n(len(result.findings), "finding")
+        click.echo(f"Verified {_n(result.checked, 'entry', 'entries')}: {state}.")
     if not result.ok:
         sys.exit(1)
 
@@ -508,7 +554,9 @@ def wiki_stats(as_json: bool, wiki_path: str | None, reader: str | None) -> None
     if as_json:
         _print_json(stats.to_dict())
         return
-    click.echo(f"{stats.entries} entries ({stats.first or '-'} to {stats.latest or '-'})")
+    click.echo(
+        f"{_n(stats.entries, 'entry', 'entries')} ({stats.first or '-'} to {stats.latest or '-'})"
+    )
     for title, counts in (
         ("status", stats.by_status),
         ("type", stats.by_type),
@@ -570,6 +618,12 @@ def wiki_stats(as_json: bool, wiki_path: str | None, reader: str | None) -> None
 @click.option(
     "--dry-run", is_flag=True, help="Show what would be done and its cost; call and write nothing."
 )
+@click.option(
+    "--backend",
+    metavar="NAME",
+    help="anthropic | claude-cli | offline; else LLM_WIKI_BACKEND, settings.yaml.",
+)
+@click.option("--model", help="The backend's model; else LLM_WIKI_MODEL.")
 @_json_option
 @_wiki_options
 def wiki_consolidate(
@@ -579,6 +633,8 @@ def wiki_consolidate(
     max_tokens: int | None,
     verify_with_llm: bool,
     dry_run: bool,
+    backend: str | None,
+    model: str | None,
     as_json: bool,
     wiki_path: str | None,
     reader: str | None,
@@ -586,9 +642,10 @@ def wiki_consolidate(
     """Rewrite each out-of-date domain as one cited synthesis (the nightly job).
 
     A domain is out of date when its active entries differ from those its current synthesis
-    was made from. Uses the backend in settings.yaml (offline: extractive syntheses); every
-    statement must cite the entries it rests on, or the attempt is recorded in
-    synthesis-failures.md. Exits 1 when the backend is unusable or fails.
+    was made from. The nightly job uses the backend in settings.yaml (offline: extractive
+    syntheses); every statement must cite the entries it rests on, or the attempt is recorded
+    in synthesis-failures.md. Exits 1 when the backend is unusable or fails: it never falls
+    back to offline.
 
     Example usage:
 
@@ -596,12 +653,14 @@ def wiki_consolidate(
         llm-wiki consolidate --domain ledger --dry-run
         llm-wiki consolidate --max-calls 10 --max-tokens 100000 --json
     """
+    from llm_wiki.backends import get_backend
     from llm_wiki.consolidate import consolidate
 
     wiki, viewer = _context(wiki_path, reader)
     result = consolidate(
         wiki,
         viewer,
+        backend=get_backend(wiki, backend, model),
         domain=domain,
         all_domains=all_domains,
         max_calls=max_calls,
@@ -634,8 +693,9 @@ def wiki_consolidate(
         raise WikiError(f"{result.error}; the domains left wait for the next run.")
 
 
-def _n(count: int, word: str) -> str:
-    return f"{count} {word}{'' if count == 1 else 's'}"
+def _n(count: int, word: str, plural: str = "") -> str:
+    """``1 entry``, ``2 entries``: a count with its noun."""
+    return f"{count} {word if count == 1 else plural or word + 's'}"
 
 
 # ---- archive and sync
@@ -658,7 +718,7 @@ def wiki_archive(
     wiki_path: str | None,
     reader: str | None,
 ) -> None:
-    """Roll long-superseded entries into archive/YYYY-MM-<hash>.tar.zst.
+    """Roll long-superseded entries into a monthly archive (archive/*.tar.zst).
 
     Reads stay transparent: show, list, query and verify see archived entries. Each original is
     removed only after its archive copy is checked and logged; a re-run finishes an interrupted
@@ -682,11 +742,11 @@ def wiki_archive(
         click.echo(f"warning: left {entry_id} in entries/: {reason}", err=True)
     if result.finished:
         click.echo(
-            f"Finished an interrupted run: removed {len(result.finished)} archived originals."
+            f"Finished an interrupted run: removed {_n(len(result.finished), 'archived original')}."
         )
     if dry_run:
         click.echo(
-            f"Would archive {len(result.ids)} entries superseded before {result.cutoff}"
+            f"Would archive {_n(len(result.ids), 'entry', 'entries')} superseded before {result.cutoff}"
             + (":" if result.ids else ".")
         )
         for entry_id in result.ids:
@@ -694,7 +754,7 @@ def wiki_archive(
     elif result.archive:
         ratio = result.entry_bytes / result.size if result.size else 0.0
         click.echo(
-            f"Archived {len(result.ids)} entries into {result.archive} "
+            f"Archived {_n(len(result.ids), 'entry', 'entries')} into {result.archive} "
             f"({result.size:,} bytes, {ratio:.1f}x smaller)."
         )
     elif not result.finished:
@@ -733,15 +793,15 @@ def wiki_sync(
         _print_json(result.to_dict())
         return
     if result.committed:
-        click.echo(f"Committed {result.committed} files ({(result.commit or '')[:12]}).")
+        click.echo(f"Committed {_n(result.committed, 'file')} ({(result.commit or '')[:12]}).")
     else:
         click.echo("Nothing new to commit.")
     if result.remote is None:
         click.echo("No git remote: committed locally only (add one with `git remote add`).")
     else:
-        click.echo(f"Pulled {result.pulled} commits from {result.remote}.")
+        click.echo(f"Pulled {_n(result.pulled, 'commit')} from {result.remote}.")
         click.echo(f"Pushed to {result.remote}." if result.pushed else "Not pushed (--no-push).")
-    click.echo(f"The catalog holds {result.entries} entries.")
+    click.echo(f"The catalog holds {_n(result.entries, 'entry', 'entries')}.")
 
 
 # ---- lint
@@ -756,8 +816,12 @@ def wiki_sync(
     type=click.IntRange(min=0),
     help="LLM calls at most (default settings.yaml lint.max_calls).",
 )
-@click.option("--backend", help="LLM backend for --with-llm (default: settings.yaml).")
-@click.option("--model", help="Model for --with-llm.")
+@click.option(
+    "--backend",
+    metavar="NAME",
+    help="The backend for --with-llm: anthropic | claude-cli; else LLM_WIKI_BACKEND, settings.yaml.",
+)
+@click.option("--model", help="The backend's model; else LLM_WIKI_MODEL.")
 @_json_option
 @_wiki_options
 def wiki_lint(
@@ -792,9 +856,9 @@ def wiki_lint(
             click.echo(f"{f.level:<7} {f.check}: {f.message}")
         counts = result.counts
         click.echo(
-            f"Linted {result.checked} entries: {counts['error']} errors, {counts['warning']} "
-            f"warnings, {counts['info']} info"
-            + (f" ({result.calls} LLM calls)" if with_llm else "")
+            f"Linted {_n(result.checked, 'entry', 'entries')}: {_n(counts['error'], 'error')}, "
+            f"{_n(counts['warning'], 'warning')}, {counts['info']} info"
+            + (f" ({_n(result.calls, 'LLM call')})" if with_llm else "")
             + "."
         )
     if not result.ok:
@@ -932,7 +996,7 @@ def adr_import(
                 click.echo(f"{record.name} -> {record.id}{replaces}")
         skipped = len(result.records) - result.created
         click.echo(
-            f"Imported {result.created} records into domain {result.domain}"
+            f"Imported {_n(result.created, 'record')} into domain {result.domain}"
             + (f"; {skipped} already there." if skipped else ".")
         )
     for warning in result.warnings:
@@ -941,7 +1005,9 @@ def adr_import(
 
 @cli.command(name="eval")
 @click.argument("questions", type=click.Path(exists=True, dir_okay=False))
-@click.option("--k", type=int, default=None, help="Entries picked per question (default 3).")
+@click.option(
+    "--k", type=int, default=None, help="Entries picked per question (settings: query.k, 3)."
+)
 @_json_option
 @_wiki_options
 def wiki_eval(
@@ -1133,8 +1199,12 @@ def _ingest_line(result: Any) -> str:
     help="Write it to briefings/YYYY-MM-DD.md in the wiki (the daily job); with walls, one "
     "per scope: briefings/<scope>/YYYY-MM-DD.md.",
 )
-@click.option("--backend", metavar="NAME", help="LLM backend for the narrative; else settings.")
-@click.option("--model", help="The backend's model.")
+@click.option(
+    "--backend",
+    metavar="NAME",
+    help="The backend for the narrative; else LLM_WIKI_BACKEND, settings.yaml.",
+)
+@click.option("--model", help="The backend's model; else LLM_WIKI_MODEL.")
 @_json_option
 @_wiki_options
 def wiki_brief(
@@ -1243,7 +1313,7 @@ def _schedule_options(func: F) -> F:
         ]
     ):
         func = option(func)
-    return _wiki_options(func)
+    return _wiki_option(func)
 
 
 def _schedule_layout(
@@ -1275,7 +1345,6 @@ def schedule_render(
     env_file: str | None,
     as_json: bool,
     wiki_path: str | None,
-    reader: str | None,
 ) -> None:
     """Print (or write to --out DIR) the plists or units for this wiki; install nothing.
 
@@ -1317,7 +1386,6 @@ def schedule_install(
     env_file: str | None,
     as_json: bool,
     wiki_path: str | None,
-    reader: str | None,
 ) -> None:
     """Install and load the jobs; create the env file (mode 0600) if it is missing.
 
@@ -1389,11 +1457,11 @@ def schedule_status(
     env_file: str | None,
     as_json: bool,
     wiki_path: str | None,
-    reader: str | None,
 ) -> None:
     """For each job: installed, current, loaded, and how its last run ended.
 
-    Exits 1 when a job is missing, out of date, not loaded, or its last run failed.
+    Exits 1 when a job is missing, out of date, not loaded, or its last run failed, or when the
+    env file is missing or readable by others.
 
     Example usage:
 

@@ -131,7 +131,7 @@ def dump_entry(entry: Entry) -> str:
     for key in KEY_ORDER:
         value = getattr(entry, key)
         if key == "date":
-            out.append(f"date: {value}" if _valid_date(value) else f"date: {_scalar_text(value)}")
+            out.append(f"date: {value}" if valid_date(value) else f"date: {_scalar_text(value)}")
         elif key == "alternatives_considered":
             if not value:
                 out.append(f"{key}: []")
@@ -534,7 +534,9 @@ def schema_data(text: str, what: str = "schema.md") -> Any:
     """The YAML block of schema.md as plain data."""
     match = _SCHEMA_BLOCK_RE.search(text)
     if match is None:
-        raise InvalidInput(f"{what} has no ```yaml block; restore it from `llm-wiki init` output.")
+        raise InvalidInput(
+            f"{what} has no ```yaml block; restore the block (git checkout), or copy it from the schema.md of a new `llm-wiki init`."
+        )
     return load_yaml(match.group(1), what)
 
 
@@ -604,7 +606,7 @@ def check_entry(entry: Entry, schema: Schema) -> list[Problem]:
             f"type {entry.type!r} is not one of {', '.join(sorted(schema.types))} (schema.md); "
             "pass --type with one of them.",
         )
-    if entry.date and not _valid_date(entry.date):
+    if entry.date and not valid_date(entry.date):
         bad("date", f"date {entry.date!r} is not an ISO date; use YYYY-MM-DD, e.g. 2026-05-02.")
     for fld in ("domain", "scope"):
         value = getattr(entry, fld)
@@ -672,7 +674,8 @@ _EXAMPLE = {
 }
 
 
-def _valid_date(value: str) -> bool:
+def valid_date(value: str) -> bool:
+    """YYYY-MM-DD, and a real day."""
     if not DATE_RE.match(value):
         return False
     try:

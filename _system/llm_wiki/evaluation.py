@@ -34,6 +34,7 @@ from typing import Any
 from llm_wiki.access import Viewer
 from llm_wiki.backends import get_backend
 from llm_wiki.catalog import read_catalog
+from llm_wiki.entries import decode_text
 from llm_wiki.errors import InvalidInput
 from llm_wiki.wiki import Wiki
 
@@ -48,9 +49,10 @@ class EvalQuestion:
 
 def load_questions(path: str | Path) -> list[EvalQuestion]:
     try:
-        lines = Path(path).read_text(encoding="utf-8").splitlines()
+        raw = Path(path).read_bytes()
     except OSError as exc:
         raise InvalidInput(f"{path}: {exc.strerror}; check the path.") from None
+    lines = decode_text(raw, str(path)).splitlines()
     out = []
     for n, line in enumerate(lines, 1):
         if not line.strip():

@@ -52,6 +52,7 @@ _FLAG_WORDS = (
     ("--status", "status"),
     ("--tag", "tags"),
     ("--date", "date"),
+    ("--since", "since"),
     ("--backend offline", "backend: offline in settings.yaml"),
     ("`llm-wiki list`", "wiki_list"),
     ("`llm-wiki query`", "wiki_query"),

@@ -9,8 +9,8 @@ from typing import Any
 from llm_wiki import store
 from llm_wiki.access import Viewer
 from llm_wiki.catalog import Row, read_catalog
-from llm_wiki.entries import Entry, decode_text, parse_entry
-from llm_wiki.errors import NotFound
+from llm_wiki.entries import Entry, decode_text, parse_entry, valid_date
+from llm_wiki.errors import InvalidInput, NotFound, WikiError
 from llm_wiki.stats import Stats, entry_stats, llm_usage
 from llm_wiki.wiki import Wiki
 
@@ -53,8 +53,13 @@ def read_entry(wiki: Wiki, row: Row) -> tuple[Entry, str]:
                 f"{row.path} is listed but missing; run `llm-wiki verify`, then `llm-wiki index`."
             ) from None
         data = store.read_entry_bytes(wiki, moved.path, moved.archive, moved.archive_at)
-    text = decode_text(data, row.path)
-    return parse_entry(text, what=row.path), text
+    try:
+        text = decode_text(data, row.path)
+        return parse_entry(text, what=row.path), text
+    except InvalidInput:  # not the reader's mistake: the file changed behind the tool's back
+        raise WikiError(
+            f"{row.path} no longer reads as an entry; run `llm-wiki verify` to see what changed."
+        ) from None
 
 
 @dataclass(frozen=True)
@@ -75,6 +80,12 @@ def list_entries(
     wiki: Wiki, viewer: Viewer, *, limit: int | None = 50, offset: int = 0, **filters: Any
 ) -> Page:
     """Entries matching ``filters`` (see :meth:`Catalog.rows`), newest first, one page."""
+    for key in ("since", "until"):
+        value = filters.get(key)
+        if value is not None and not valid_date(value):
+            raise InvalidInput(
+                f"--{key} {value!r} is not an ISO date; use YYYY-MM-DD, e.g. 2026-05-02."
+            )
     with read_catalog(wiki) as catalog:
         page = catalog.rows(viewer, limit=limit, offset=offset, **filters)
         total = catalog.count_rows(viewer, **filters)

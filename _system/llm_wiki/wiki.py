@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from llm_wiki.entries import Schema, load_yaml, schema_data, schema_from_data
+from llm_wiki.entries import Schema, decode_text, load_yaml, schema_data, schema_from_data
 from llm_wiki.errors import InvalidInput, WikiError
 
 ENV_DIR = "LLM_WIKI_DIR"
@@ -104,7 +104,15 @@ class Wiki:
                 return stored[key[0]][1]
         except (OSError, EOFError, TypeError, ValueError):
             stored = {}
-        value = load(path.read_text(encoding="utf-8"), str(path))
+        try:
+            raw = path.read_bytes()
+        except FileNotFoundError:
+            raise
+        except OSError as exc:
+            raise WikiError(
+                f"cannot read {path}: {exc.strerror}; fix it or its permissions."
+            ) from None
+        value = load(decode_text(raw, str(path)), str(path))
         stored = {k: v for k, v in stored.items() if os.path.exists(k)}
         stored[key[0]] = (key, value)
         try:
@@ -151,9 +159,13 @@ def resolve_wiki(path: str | os.PathLike[str] | None = None, *, cwd: Path | None
         root = Path(explicit).expanduser().resolve()
         if not is_wiki(root):
             how = "--wiki" if path else ENV_DIR
+            fix = (
+                f"point {how} at a wiki's folder, or create one with `llm-wiki init NEW-FOLDER`"
+                if _init_refuses(root)
+                else f"create one with `llm-wiki init {root}`"
+            )
             raise WikiError(
-                f"{root} is not a wiki (no schema.md and entries/; set by {how}); "
-                f"create one with `llm-wiki init {root}`."
+                f"{root} is not a wiki (no schema.md and entries/; set by {how}); {fix}."
             )
         return Wiki(root)
     here = (cwd or Path.cwd()).resolve()
@@ -167,6 +179,16 @@ def resolve_wiki(path: str | os.PathLike[str] | None = None, *, cwd: Path | None
         "No wiki found here, in LLM_WIKI_DIR or at ~/llm-wiki; create one with "
         "`llm-wiki init PATH`, or pass --wiki PATH."
     )
+
+
+def _init_refuses(root: Path) -> bool:
+    """True where `init` would refuse: a file, or a folder holding other things."""
+    try:
+        return root.exists() and (
+            not root.is_dir() or any(p.name not in _IGNORABLE for p in root.iterdir())
+        )
+    except OSError:
+        return True
 
 
 @dataclass(frozen=True)
