@@ -122,6 +122,8 @@ BAD = [
     (write_args(id="../escape"), "is not valid"),
     (write_args(id="has space"), "is not valid"),
     (write_args(id="UPPER"), "is not valid"),
+    # "$" matches before a final newline: it would name a file and tear the log.md line
+    (write_args(id="ledger-db\n"), "is not valid"),
     (write_args(alt=False) + ["--alt", "no reason given"], "must look like 'ID: why"),
     (write_args(status="superseded"), "'superseded' is derived"),
     (write_args(domain="Not A Domain"), "lowercase letters"),

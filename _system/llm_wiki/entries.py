@@ -56,9 +56,11 @@ KEY_ORDER = (
 )
 KNOWN_FIELDS = frozenset(KEY_ORDER)
 
-ID_RE = re.compile(r"^[a-z0-9](?:[a-z0-9-]{0,158}[a-z0-9])?$")
-NAME_RE = re.compile(r"^[a-z0-9](?:[a-z0-9-]{0,62}[a-z0-9])?$")  # domain, scope
-DATE_RE = re.compile(r"^\d{4}-\d{2}-\d{2}$")
+# \Z, not $: "$" also matches before a trailing newline, and these names become file names and
+# log.md fields.
+ID_RE = re.compile(r"^[a-z0-9](?:[a-z0-9-]{0,158}[a-z0-9])?\Z")
+NAME_RE = re.compile(r"^[a-z0-9](?:[a-z0-9-]{0,62}[a-z0-9])?\Z")  # domain, scope
+DATE_RE = re.compile(r"^\d{4}-\d{2}-\d{2}\Z")
 SLUG_MAX = 60
 
 

@@ -281,8 +281,8 @@ class WriteResult:
         return {"id": self.id, "path": self.path, "sha256": self.sha256, "created": self.created}
 
 
-_SOURCE_RAW_RE = re.compile(r"^raw/[0-9a-f]{64}(?:\.[A-Za-z0-9]+)?(?:#L\d+(?:-L\d+)?)?$")
-_SOURCE_KIND_RE = re.compile(r"^[a-z][a-z0-9_-]*:\S.*$")
+_SOURCE_RAW_RE = re.compile(r"^raw/[0-9a-f]{64}(?:\.[A-Za-z0-9]+)?(?:#L\d+(?:-L\d+)?)?\Z")
+_SOURCE_KIND_RE = re.compile(r"^[a-z][a-z0-9_-]*:\S.*\Z")
 
 
 def write_entry(
