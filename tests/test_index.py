@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import shutil
 
-from conftest import write_args
+import pytest
+from conftest import plant, write_args
 
 
 def index_files(root):
@@ -113,6 +114,38 @@ def test_unparseable_file_is_reported_not_fatal(cli, wiki_path, monkeypatch):
     result = cli("index")
     assert "broken.md" in result.stderr and "unreadable entry skipped" in result.stderr
     assert cli.json("stats")["entries"] == 6
+
+
+@pytest.mark.parametrize("walls", [False, True])
+def test_a_synced_entry_cannot_point_index_files_outside_the_wiki(cli, wiki_path, walls):
+    """Entry files arrive by git and by hand, past write's checks; their domain and scope name
+    index files, so a name like ../../x must not reach the disk (it overwrote <parent>/x.md)."""
+    if walls:
+        (wiki_path / "access.yaml").write_text("readers:\n  root:\n    admin: true\n")
+    plant(
+        wiki_path,
+        "x-1",
+        "2026-01-02",
+        {"type": "incident", "domain": '"../../outside"', "summary": "pulled from a teammate"},
+    )
+    plant(
+        wiki_path,
+        "x-2",
+        "2026-01-03",
+        {
+            "type": "incident",
+            "domain": "ops",
+            "scope": '"../../elsewhere"',
+            "summary": "pulled too",
+        },
+    )
+    before = sorted(p.name for p in wiki_path.parent.iterdir())
+    result = cli("index")
+    assert sorted(p.name for p in wiki_path.parent.iterdir()) == before
+    assert "its domain '../../outside' is not lowercase" in result.stderr
+    assert "its scope '../../elsewhere' is not lowercase" in result.stderr
+    assert cli.json("list", *(["--as", "root"] if walls else []))["total"] == 0
+    cli("index", "--check")
 
 
 def test_list_filters(cli, monkeypatch):

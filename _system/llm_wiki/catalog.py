@@ -26,7 +26,7 @@ from typing import Any, NamedTuple
 
 from llm_wiki import store
 from llm_wiki.access import Viewer, walls_on
-from llm_wiki.entries import Alternative, Entry, decode_text, parse_entry
+from llm_wiki.entries import NAME_RE, Alternative, Entry, decode_text, parse_entry
 from llm_wiki.errors import InvalidInput, WikiError
 from llm_wiki.wiki import Wiki
 
@@ -363,6 +363,15 @@ def parse_file(
     if entry.id != expected:
         problem = f"{rel}: its id {entry.id!r} does not match its file name; restore the file."
         return Parsed(rel, sha, mtime_ns, size, None, archive, problem)
+    # The domain and scope name index files (index/<domain>.md, indexes/<scope>/): a file that
+    # came by git or by hand must not point them outside the wiki.
+    for name, value in (("domain", entry.domain), ("scope", entry.scope)):
+        if value and not NAME_RE.match(value):
+            problem = (
+                f"{rel}: its {name} {value!r} is not lowercase letters, digits and hyphens; "
+                "restore the file."
+            )
+            return Parsed(rel, sha, mtime_ns, size, None, archive, problem)
     return Parsed(rel, sha, mtime_ns, size, entry, archive, archive_at=archive_at)
 
 
