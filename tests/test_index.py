@@ -5,6 +5,7 @@ from __future__ import annotations
 import shutil
 
 import pytest
+
 from conftest import plant, write_args
 
 
@@ -146,6 +147,18 @@ def test_a_synced_entry_cannot_point_index_files_outside_the_wiki(cli, wiki_path
     assert "its scope '../../elsewhere' is not lowercase" in result.stderr
     assert cli.json("list", *(["--as", "root"] if walls else []))["total"] == 0
     cli("index", "--check")
+
+
+def test_a_synced_entry_with_a_binary_field_does_not_break_every_read(cli, wiki_path):
+    """The catalog stores extra fields as JSON; YAML's !!binary has no JSON form, and one such
+    file made every read (list, show, index) die with a traceback."""
+    cli(*write_args())
+    fields = {"type": "incident", "domain": "ops", "summary": "s", "blob": "!!binary aGVsbG8="}
+    plant(wiki_path, "x-1", "2026-01-02", fields)
+    assert "Use Postgres" in cli("list").stdout
+    indexed = cli("index")
+    assert "x-1.md: unreadable entry skipped" in indexed.stderr and "'blob' holds" in indexed.stderr
+    assert cli.json("stats")["entries"] == 1
 
 
 def test_list_filters(cli, monkeypatch):

@@ -152,6 +152,9 @@ BAD_FILES = [
     ("---\ntype: incident\ndomain: d\nsummary: s\n", "not closed"),
     ("[1, 2]", "expected markdown with frontmatter"),
     ('{"type": "incident",', "malformed JSON"),
+    # YAML types with no JSON form: the catalog cannot hold them (write crashed after linking)
+    ("---\ntype: incident\ndomain: d\nsummary: s\nblob: !!binary aGVsbG8=\n---\n", "'blob' holds"),
+    ("---\ntype: incident\ndomain: d\nsummary: s\nseen: !!set {a: null}\n---\n", "'seen' holds"),
 ]
 
 
