@@ -244,12 +244,13 @@ def append_log(wiki: Wiki, *lines: str) -> None:
     fd = os.open(wiki.log_path, os.O_RDWR | os.O_CREAT | os.O_APPEND, 0o644)
     try:
         size = os.fstat(fd).st_size
-        if size:
-            tail = os.pread(fd, min(size, 4096), max(0, size - 4096))
-            if not tail.endswith(b"\n"):
-                cut = tail.rfind(b"\n")
-                keep = size - len(tail) + cut + 1 if cut >= 0 else 0
-                os.ftruncate(fd, keep)
+        if size and os.pread(fd, 1, size - 1) != b"\n":
+            keep, end = 0, size  # back to the last newline, however long the torn line
+            while end > 0 and not keep:
+                start = max(0, end - 4096)
+                cut = os.pread(fd, end - start, start).rfind(b"\n")
+                keep, end = (start + cut + 1 if cut >= 0 else 0), start
+            os.ftruncate(fd, keep)
         if os.environ.get(CRASH_ENV) == "mid-log":
             os.write(fd, data[: max(1, len(data) // 2)])
             os.fsync(fd)
