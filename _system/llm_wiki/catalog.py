@@ -355,6 +355,9 @@ def parse_file(
     archive_at: str | None = None,
 ) -> Parsed:
     sha = store.sha256_bytes(data)
+    if not entry_path_ok(rel):  # an archive member or a log line from another clone
+        problem = f"{rel}: not a path of the form entries/YYYY/MM/<id>.md; the copy is ignored."
+        return Parsed(rel, sha, mtime_ns, size, None, archive, problem)
     try:
         entry = parse_entry(decode_text(data, rel), what=rel)
     except InvalidInput as exc:
@@ -373,6 +376,13 @@ def parse_file(
             )
             return Parsed(rel, sha, mtime_ns, size, None, archive, problem)
     return Parsed(rel, sha, mtime_ns, size, entry, archive, archive_at=archive_at)
+
+
+def entry_path_ok(rel: str) -> bool:
+    """Whether ``rel`` is a path of entries/<year>/<month>/<file>: a row's path is where the
+    archiver removes an original, so one that leads out of entries/ must never become a row."""
+    parts = rel.split("/")
+    return len(parts) == 4 and parts[0] == "entries" and not {"", ".", ".."} & set(parts)
 
 
 # --------------------------------------------------------------------------- lines
@@ -777,6 +787,9 @@ class Catalog:
                 rel = line.fields["path"]
                 if self.sha_of(line.subject) == line.fields.get("sha256"):
                     continue
+                if not entry_path_ok(rel):  # not where an entry lives: the files will tell
+                    self.scan()
+                    return
                 try:
                     data = (self.wiki.root / rel).read_bytes()
                     st = (self.wiki.root / rel).stat()
