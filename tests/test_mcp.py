@@ -262,3 +262,22 @@ def test_over_stdio_as_a_subprocess(wiki_path, cli):
     assert listed["total"] == 2 and listed["next_cursor"] is None
     assert error["error"].endswith("No entry 'nope'; find ids with wiki_list or wiki_query.")
     assert cli.json("show", written["id"])["summary"] == "Disk full on db-1"
+
+
+def test_a_blank_alternative_is_refused_not_recorded_unreadable(server, cli):
+    """Tool arguments skip the flags' parsing: a blank alternative was written, logged and
+    listed, but its file could never be read back (show failed; a rebuild dropped it)."""
+
+    async def steps(client):
+        return await call(
+            client,
+            "wiki_write",
+            type="decision",
+            domain="ledger",
+            summary="Use Postgres",
+            alternatives=[{"id": " ", "rejected_because": ""}],
+        )
+
+    assert "needs both id and rejected_because" in session(server, steps)["error"]
+    assert cli.json("list")["total"] == 0
+    cli("index", "--check")

@@ -28,6 +28,7 @@ from llm_wiki.entries import (
     candidate_ids,
     check_id,
     dump_entry,
+    entry_from_mapping,
     require_valid,
     sha256_hex,
 )
@@ -297,6 +298,9 @@ def write_entry(
     """Validate ``entry`` (its id is ignored) and record it. Nothing is written on any error."""
     from llm_wiki.catalog import open_catalog, read_catalog
 
+    # Callers build entries many ways (flags, MCP, LLM proposals, importers); the catalog row is
+    # made from this object, so it must be exactly what the file will parse back to.
+    entry = entry_from_mapping(entry.to_dict())
     if not entry.date:
         entry = dataclasses.replace(entry, date=clock.today().isoformat())
     if not entry.scope:
