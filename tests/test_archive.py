@@ -4,7 +4,6 @@ opens with the standard tools, has deterministic bytes, and survives a SIGKILL a
 from __future__ import annotations
 
 import json
-import os
 import shutil
 import stat
 import subprocess
@@ -337,7 +336,7 @@ def test_sigkill_at_each_step_then_a_rerun_loses_and_duplicates_nothing(
 
 
 def test_wiki_archive_job_under_dash_and_env_i(cli, wiki_path, monkeypatch):
-    from test_scripts import STAMP, run_script
+    from test_scripts import STAMP, run_script, running
 
     old, _ = pair(cli, monkeypatch, "2026-01-05", "2026-01-10", "Use Postgres for the ledger")
     env = {"LLM_WIKI_DIR": wiki_path, "LLM_WIKI_NOW": "2026-05-02"}
@@ -351,8 +350,9 @@ def test_wiki_archive_job_under_dash_and_env_i(cli, wiki_path, monkeypatch):
 
     lock = wiki_path / ".llm-wiki/jobs/wiki-archive.lock"
     lock.mkdir(parents=True)
-    (lock / "pid").write_text(str(os.getpid()))  # an overlapping run holds the lock
-    proc = run_script("wiki-archive", env=env)
+    with running("wiki-archive") as pid:  # an overlapping run holds the lock
+        (lock / "pid").write_text(str(pid))
+        proc = run_script("wiki-archive", env=env)
     assert proc.returncode == 0 and "holds the lock; exiting" in proc.stderr
     assert proc.stdout == ""
 
