@@ -152,3 +152,15 @@ def test_an_undated_folder_is_refused(cli, tmp_path):
     result = cli("import-adr", str(folder), code=2)
     assert "refuses to invent them" in result.stderr
     assert cli.json("list")["total"] == 0
+
+
+def test_a_domain_with_a_trailing_newline_is_refused(cli, wiki_path, tmp_path):
+    """It would name index/<domain>.md with a newline in it, and the entry file (where YAML
+    strips the newline) would disagree with the catalog row."""
+    folder = tmp_path / "adr"
+    folder.mkdir()
+    (folder / "0001-x.md").write_text("# Use Postgres\n\nDate: 2024-01-02\n\nWe use it.\n")
+    result = cli("import-adr", str(folder), "--domain", "platform\n", code=2)
+    assert "must be lowercase letters" in result.stderr
+    assert cli.json("list")["total"] == 0
+    assert not [p for p in wiki_path.rglob("*") if "\n" in p.name]

@@ -4,7 +4,6 @@ opens with the standard tools, has deterministic bytes, and survives a SIGKILL a
 from __future__ import annotations
 
 import json
-import os
 import shutil
 import stat
 import subprocess
@@ -337,7 +336,7 @@ def test_sigkill_at_each_step_then_a_rerun_loses_and_duplicates_nothing(
 
 
 def test_wiki_archive_job_under_dash_and_env_i(cli, wiki_path, monkeypatch):
-    from test_scripts import STAMP, run_script
+    from test_scripts import STAMP, run_script, running
 
     old, _ = pair(cli, monkeypatch, "2026-01-05", "2026-01-10", "Use Postgres for the ledger")
     env = {"LLM_WIKI_DIR": wiki_path, "LLM_WIKI_NOW": "2026-05-02"}
@@ -351,8 +350,9 @@ def test_wiki_archive_job_under_dash_and_env_i(cli, wiki_path, monkeypatch):
 
     lock = wiki_path / ".llm-wiki/jobs/wiki-archive.lock"
     lock.mkdir(parents=True)
-    (lock / "pid").write_text(str(os.getpid()))  # an overlapping run holds the lock
-    proc = run_script("wiki-archive", env=env)
+    with running("wiki-archive") as pid:  # an overlapping run holds the lock
+        (lock / "pid").write_text(str(pid))
+        proc = run_script("wiki-archive", env=env)
     assert proc.returncode == 0 and "holds the lock; exiting" in proc.stderr
     assert proc.stdout == ""
 
@@ -375,3 +375,31 @@ def test_an_archive_copy_that_differs_from_log_md_is_reported(cli, wiki_path, mo
     assert [(f["kind"], f["id"], f["path"]) for f in findings] == [
         ("archive-mismatch", old, f"{name}:{rel}")
     ]
+
+
+def test_a_synced_archive_member_cannot_name_a_file_outside_the_wiki(cli, wiki_path, tmp_path):
+    """Archives and log.md come from other clones. A member named entries/../../x.md, logged as
+    archived, became a catalog row with that path, and the next archive run "finished" it by
+    removing <wiki>/../x.md: any .md file next to the wiki (or further up) could be deleted."""
+    import hashlib
+
+    from llm_wiki.archive import _Writer
+
+    victim = tmp_path / "notes.md"
+    victim.write_text("my own notes, not the wiki's\n")
+    text = "---\nid: notes\ntype: incident\ndate: 2026-01-02\ndomain: ops\nsummary: s\n---\n"
+    rel = "entries/../../notes.md"
+    (wiki_path / "archive").mkdir()
+    name = "archive/2026-01-000000000000.tar.zst"
+    with open(wiki_path / name, "wb") as fh:
+        writer = _Writer(fh)
+        writer.add(rel, text.encode(), "2026-01-02")
+        writer.finish()
+    sha = hashlib.sha256(text.encode()).hexdigest()
+    with open(wiki_path / "log.md", "a") as fh:
+        fh.write(f"2026-01-02T09:00:00Z write notes sha256={sha} scope=shared path={rel}\n")
+        fh.write(f"2026-01-03T09:00:00Z archive notes archive={name} sha256={sha}\n")
+    cli("index")
+    cli("archive")
+    assert victim.read_text() == "my own notes, not the wiki's\n"
+    assert cli.json("list")["total"] == 0

@@ -100,3 +100,21 @@ def test_sigkill_at_each_step_of_a_write(wiki_path, step):
     assert cli.json("verify")["ok"]
     cli("index", "--check")
     assert cli.json("stats")["entries"] == 3
+
+
+def test_a_torn_log_line_longer_than_4_kib_is_cut_whole(wiki_path):
+    """An ingest line lists every entry it wrote, so a log line can pass 4 KiB; a writer killed
+    while appending one leaves its first part. The next append must cut all of it, or the next
+    line is glued to it and its entry reads as unlogged."""
+    cli = Cli(wiki_path)
+    cli("write", "--type", "incident", "--domain", "ops", "--summary", "Before the crash")
+    ids = ",".join(f"2026-05-02-an-entry-the-ingest-wrote-number-{n}-3f2a" for n in range(100))
+    torn = f"2026-05-02T10:00:00Z ingest raw/{'0' * 64}.txt entries={ids}"[:6000]
+    with open(wiki_path / "log.md", "a") as fh:
+        fh.write(torn)
+    cli("write", "--type", "incident", "--domain", "ops", "--summary", "After the crash")
+    assert cli.json("verify")["ok"]
+    from llm_wiki.store import parse_log_line
+
+    body = log_lines(wiki_path).decode().split("\n\n", 2)[-1]
+    assert [parse_log_line(line).op for line in body.splitlines()] == ["write", "write"]

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import shutil
 
-from conftest import write_args
+import pytest
+
+from conftest import plant, write_args
 
 
 def index_files(root):
@@ -113,6 +115,50 @@ def test_unparseable_file_is_reported_not_fatal(cli, wiki_path, monkeypatch):
     result = cli("index")
     assert "broken.md" in result.stderr and "unreadable entry skipped" in result.stderr
     assert cli.json("stats")["entries"] == 6
+
+
+@pytest.mark.parametrize("walls", [False, True])
+def test_a_synced_entry_cannot_point_index_files_outside_the_wiki(cli, wiki_path, walls):
+    """Entry files arrive by git and by hand, past write's checks; their domain and scope name
+    index files, so a name like ../../x must not reach the disk (it overwrote <parent>/x.md)."""
+    if walls:
+        (wiki_path / "access.yaml").write_text("readers:\n  root:\n    admin: true\n")
+    plant(
+        wiki_path,
+        "x-1",
+        "2026-01-02",
+        {"type": "incident", "domain": '"../../outside"', "summary": "pulled from a teammate"},
+    )
+    plant(
+        wiki_path,
+        "x-2",
+        "2026-01-03",
+        {
+            "type": "incident",
+            "domain": "ops",
+            "scope": '"../../elsewhere"',
+            "summary": "pulled too",
+        },
+    )
+    before = sorted(p.name for p in wiki_path.parent.iterdir())
+    result = cli("index")
+    assert sorted(p.name for p in wiki_path.parent.iterdir()) == before
+    assert "its domain '../../outside' is not lowercase" in result.stderr
+    assert "its scope '../../elsewhere' is not lowercase" in result.stderr
+    assert cli.json("list", *(["--as", "root"] if walls else []))["total"] == 0
+    cli("index", "--check")
+
+
+def test_a_synced_entry_with_a_binary_field_does_not_break_every_read(cli, wiki_path):
+    """The catalog stores extra fields as JSON; YAML's !!binary has no JSON form, and one such
+    file made every read (list, show, index) die with a traceback."""
+    cli(*write_args())
+    fields = {"type": "incident", "domain": "ops", "summary": "s", "blob": "!!binary aGVsbG8="}
+    plant(wiki_path, "x-1", "2026-01-02", fields)
+    assert "Use Postgres" in cli("list").stdout
+    indexed = cli("index")
+    assert "x-1.md: unreadable entry skipped" in indexed.stderr and "'blob' holds" in indexed.stderr
+    assert cli.json("stats")["entries"] == 1
 
 
 def test_list_filters(cli, monkeypatch):

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 import subprocess
 import sys
 
@@ -10,7 +9,7 @@ import pytest
 
 from conftest import Cli
 from llm_wiki.schedule import JOBS
-from test_scripts import BIN, STAMP
+from test_scripts import BIN, STAMP, running
 
 SCHEDULED = [job.script for job in JOBS] + ["wiki-index"]
 
@@ -47,8 +46,9 @@ def test_job_runs_under_env_i_with_its_env_file(script, home, wiki_path):
 def test_job_takes_its_lock(script, home, wiki_path):
     lock = wiki_path / ".llm-wiki" / "jobs" / f"{script}.lock"
     lock.mkdir(parents=True)
-    (lock / "pid").write_text(str(os.getpid()))  # held by a live process
-    proc = run_with_env_file(home, script)
+    with running(script) as pid:  # held by another run
+        (lock / "pid").write_text(str(pid))
+        proc = run_with_env_file(home, script)
     assert proc.returncode == 0 and "holds the lock; exiting" in proc.stderr
     assert STAMP.match(proc.stderr) and "start:" not in proc.stderr
 

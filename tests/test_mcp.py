@@ -215,6 +215,25 @@ def test_the_reader_is_fixed_at_start_and_walls_hold(wiki_path, cli, monkeypatch
     assert briefing["counts"]["entries"] == 1
 
 
+def test_a_running_server_follows_access_yaml_as_it_changes(wiki_path, cli, monkeypatch):
+    """An agent's MCP server runs for days. Taking a scope from alice, or putting walls up on a
+    wiki it served single-user, must hold at the next call, not at the next restart."""
+    monkeypatch.setenv("LLM_WIKI_NOW", NOW)
+    beta = cli.json(*write_args("Refuse the Beta settlement", domain="contracts", scope="beta"))
+    single = build_server(Wiki(wiki_path), Viewer.everyone())
+    (wiki_path / "access.yaml").write_text(WALLS.replace("[acme]", "[acme, beta]"))
+    wiki = Wiki(wiki_path)
+    alice = build_server(wiki, resolve_viewer(wiki, "alice"))
+
+    async def show(client):
+        return await call(client, "wiki_show", id=beta["id"])
+
+    assert session(alice, show)["summary"] == "Refuse the Beta settlement"
+    (wiki_path / "access.yaml").write_text(WALLS)  # beta is withdrawn from alice
+    assert f"No entry '{beta['id']}'" in session(alice, show)["error"]
+    assert "say who is reading" in session(single, show)["error"]
+
+
 def test_the_server_refuses_to_start_without_a_reader_under_walls(wiki_path):
     (wiki_path / "access.yaml").write_text(WALLS)
     proc = run_module("mcp", "--wiki", wiki_path)
@@ -246,3 +265,22 @@ def test_over_stdio_as_a_subprocess(wiki_path, cli):
     assert listed["total"] == 2 and listed["next_cursor"] is None
     assert error["error"].endswith("No entry 'nope'; find ids with wiki_list or wiki_query.")
     assert cli.json("show", written["id"])["summary"] == "Disk full on db-1"
+
+
+def test_a_blank_alternative_is_refused_not_recorded_unreadable(server, cli):
+    """Tool arguments skip the flags' parsing: a blank alternative was written, logged and
+    listed, but its file could never be read back (show failed; a rebuild dropped it)."""
+
+    async def steps(client):
+        return await call(
+            client,
+            "wiki_write",
+            type="decision",
+            domain="ledger",
+            summary="Use Postgres",
+            alternatives=[{"id": " ", "rejected_because": ""}],
+        )
+
+    assert "needs both id and rejected_because" in session(server, steps)["error"]
+    assert cli.json("list")["total"] == 0
+    cli("index", "--check")

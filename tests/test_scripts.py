@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import subprocess
@@ -77,15 +78,39 @@ def test_failed_write_exits_non_zero(wiki_path):
     assert "write failed (exit 2)" in proc.stderr
 
 
+@contextlib.contextmanager
+def running(*args):
+    """A live process with these arguments (one that looks like a running job, or not)."""
+    proc = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)", *args])
+    try:
+        yield proc.pid
+    finally:
+        proc.kill()
+        proc.wait()
+
+
 def test_overlapping_job_exits_zero_and_says_so(wiki_path):
     lock = wiki_path / ".llm-wiki/jobs/wiki-index.lock"
     lock.mkdir(parents=True)
-    (lock / "pid").write_text(str(os.getpid()))  # a live process holds it
-    proc = run_script("wiki-index", env={"LLM_WIKI_DIR": wiki_path})
+    with running("wiki-index") as pid:  # another run of the job holds it
+        (lock / "pid").write_text(str(pid))
+        proc = run_script("wiki-index", env={"LLM_WIKI_DIR": wiki_path})
     assert proc.returncode == 0
     assert "holds the lock" in proc.stderr
     (lock / "pid").write_text("999999")  # dead: the lock is stale
     proc = run_script("wiki-index", env={"LLM_WIKI_DIR": wiki_path})
+    assert proc.returncode == 0 and "stale lock" in proc.stderr and "Indexed" in proc.stdout
+    assert not lock.exists()
+
+
+def test_a_lock_left_by_a_crash_whose_pid_was_reused_is_stale(wiki_path):
+    """A job killed hard (power cut, SIGKILL) leaves its lock; after a reboot its pid may be any
+    other live process, and reading that as "another run" skipped the nightly job for good."""
+    lock = wiki_path / ".llm-wiki/jobs/wiki-index.lock"
+    lock.mkdir(parents=True)
+    with running("some-editor") as pid:
+        (lock / "pid").write_text(str(pid))
+        proc = run_script("wiki-index", env={"LLM_WIKI_DIR": wiki_path})
     assert proc.returncode == 0 and "stale lock" in proc.stderr and "Indexed" in proc.stdout
     assert not lock.exists()
 
@@ -128,8 +153,9 @@ def test_wiki_consolidate_fails_loudly_when_the_backend_is_unusable(wiki_path):
 def test_wiki_consolidate_skips_a_run_that_overlaps(wiki_path):
     lock = wiki_path / ".llm-wiki/jobs/wiki-consolidate.lock"
     lock.mkdir(parents=True)
-    (lock / "pid").write_text(str(os.getpid()))
-    proc = run_script("wiki-consolidate", env={"LLM_WIKI_DIR": wiki_path})
+    with running("wiki-consolidate") as pid:
+        (lock / "pid").write_text(str(pid))
+        proc = run_script("wiki-consolidate", env={"LLM_WIKI_DIR": wiki_path})
     assert proc.returncode == 0 and "holds the lock" in proc.stderr
 
 

@@ -136,3 +136,25 @@ def test_sync_needs_git_and_a_union_merged_log(tmp_path, cli, wiki_path):
     assert git(wiki_path, "status", "--porcelain") == ""
     (wiki_path / ".gitattributes").write_text("")
     assert "log.md must merge as a union" in cli("sync", code=1).stderr
+    (wiki_path / ".gitattributes").write_text("log.md merge=union\n")
+    assert "entries/** -text" in cli("sync", code=1).stderr
+
+
+def test_git_line_ending_settings_never_change_an_entry(tmp_path, origin):
+    """log.md keeps each entry's sha256 as written. A clone with core.autocrlf=input turned a
+    body's CRLF into LF on commit, and one with core.autocrlf=true turns every LF into CRLF on
+    checkout: every other clone's verify then called those entries edited."""
+    bare, _ = origin
+    one, cli1 = clone(tmp_path, bare, "one")
+    git(one, "config", "core.autocrlf", "input")
+    note = tmp_path / "note.md"
+    note.write_bytes(b"---\ntype: incident\ndomain: ops\nsummary: Disk full\n---\nA\r\nB\r\n")
+    written = cli1.json("write", "--from", str(note))
+    assert cli1.json("sync")["pushed"]
+    two = tmp_path / "two"
+    git(tmp_path, "clone", "--quiet", "-c", "core.autocrlf=true", str(bare), str(two))
+    cli2 = Cli(two)
+    cli2("index")
+    assert cli2.json("verify")["ok"] and cli2.json("verify")["checked"] == 5
+    assert (two / written["path"]).read_bytes() == (one / written["path"]).read_bytes()
+    assert b"A\r\nB" in (two / written["path"]).read_bytes()

@@ -126,6 +126,19 @@ def test_a_reader_written_without_its_mapping_is_named_as_such(cli, walled, wiki
         assert "not in access.yaml" not in result.stderr
 
 
+def test_access_yaml_whose_link_is_broken_fails_closed(cli, walled, wiki_path, tmp_path):
+    """access.yaml kept elsewhere (a config mount that is not there tonight): a dangling link
+    read as "no walls" showed alice every scope and rewrote the index files as one map."""
+    cli("--as", "alice", "list")  # the walls went up: per-scope index files, no INDEX.md
+    assert not (wiki_path / "INDEX.md").exists()
+    shared = tmp_path / "config" / "access.yaml"
+    (wiki_path / "access.yaml").unlink()
+    (wiki_path / "access.yaml").symlink_to(shared)
+    result = cli("--as", "alice", "list", code=1)
+    assert "cannot read" in result.stderr and "access.yaml" in result.stderr
+    assert not (wiki_path / "INDEX.md").exists()
+
+
 def test_a_hidden_entry_reads_exactly_like_an_absent_one(cli, walled):
     beta = walled["matter-beta"]
     absent = beta[:-4] + "ffff"

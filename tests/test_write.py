@@ -122,6 +122,8 @@ BAD = [
     (write_args(id="../escape"), "is not valid"),
     (write_args(id="has space"), "is not valid"),
     (write_args(id="UPPER"), "is not valid"),
+    # "$" matches before a final newline: it would name a file and tear the log.md line
+    (write_args(id="ledger-db\n"), "is not valid"),
     (write_args(alt=False) + ["--alt", "no reason given"], "must look like 'ID: why"),
     (write_args(status="superseded"), "'superseded' is derived"),
     (write_args(domain="Not A Domain"), "lowercase letters"),
@@ -150,6 +152,9 @@ BAD_FILES = [
     ("---\ntype: incident\ndomain: d\nsummary: s\n", "not closed"),
     ("[1, 2]", "expected markdown with frontmatter"),
     ('{"type": "incident",', "malformed JSON"),
+    # YAML types with no JSON form: the catalog cannot hold them (write crashed after linking)
+    ("---\ntype: incident\ndomain: d\nsummary: s\nblob: !!binary aGVsbG8=\n---\n", "'blob' holds"),
+    ("---\ntype: incident\ndomain: d\nsummary: s\nseen: !!set {a: null}\n---\n", "'seen' holds"),
 ]
 
 

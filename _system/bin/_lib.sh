@@ -51,13 +51,24 @@ wiki_today() {
     "${LLM_WIKI_PYTHON:-python3}" -c 'from llm_wiki import clock; print(clock.today())'
 }
 
+# Whether pid $1 is alive and runs this job: after a crash left the lock behind, its pid may
+# belong to any other process (a reboot, pids wrapping), which must not skip the job forever.
+wiki_is_job() {
+    kill -0 "$1" 2>/dev/null || return 1
+    holder_args=$(ps -o args= -p "$1" 2>/dev/null) || return 0  # no ps here: trust kill -0
+    case "$holder_args" in
+        *"$job"*) return 0 ;;
+        *) return 1 ;;
+    esac
+}
+
 # Take this job's lock, or exit 0 saying another run holds it. Released on exit.
 wiki_job_lock() {
     lock_dir="$LLM_WIKI_DIR/.llm-wiki/jobs/$job.lock"
     mkdir -p "$LLM_WIKI_DIR/.llm-wiki/jobs" || wiki_die "cannot create $LLM_WIKI_DIR/.llm-wiki/jobs"
     if ! mkdir "$lock_dir" 2>/dev/null; then
         holder=$(cat "$lock_dir/pid" 2>/dev/null || true)
-        if [ -n "$holder" ] && kill -0 "$holder" 2>/dev/null; then
+        if [ -n "$holder" ] && wiki_is_job "$holder"; then
             wiki_log "another run (pid $holder) holds the lock; exiting"
             exit 0
         fi

@@ -90,7 +90,11 @@ def load_access(wiki: Wiki) -> dict[str, Any] | None:
     try:
         raw = wiki.access_path.read_bytes()
     except FileNotFoundError:
-        return None
+        if not walls_on(wiki):
+            return None
+        raise WikiError(  # a link to a file that is not there: walls are not lifted by it
+            f"cannot read {wiki.access_path}: it links to a missing file; restore it."
+        ) from None
     except OSError as exc:  # fail closed: walls that cannot be read are not lifted
         raise WikiError(
             f"cannot read {wiki.access_path}: {exc.strerror}; fix its permissions."
@@ -153,7 +157,8 @@ def _scopes(value: Any, name: str) -> list[str]:
 
 
 def walls_on(wiki: Wiki) -> bool:
-    return wiki.access_path.exists()
+    # lexists: a link whose target is missing still means walls (fail closed)
+    return os.path.lexists(wiki.access_path)
 
 
 def require_write(viewer: Viewer, scope: str) -> None:

@@ -26,7 +26,7 @@ from typing import Any, NamedTuple
 
 from llm_wiki import store
 from llm_wiki.access import Viewer, walls_on
-from llm_wiki.entries import Alternative, Entry, decode_text, parse_entry
+from llm_wiki.entries import NAME_RE, Alternative, Entry, decode_text, parse_entry
 from llm_wiki.errors import InvalidInput, WikiError
 from llm_wiki.wiki import Wiki
 
@@ -355,6 +355,9 @@ def parse_file(
     archive_at: str | None = None,
 ) -> Parsed:
     sha = store.sha256_bytes(data)
+    if not entry_path_ok(rel):  # an archive member or a log line from another clone
+        problem = f"{rel}: not a path of the form entries/YYYY/MM/<id>.md; the copy is ignored."
+        return Parsed(rel, sha, mtime_ns, size, None, archive, problem)
     try:
         entry = parse_entry(decode_text(data, rel), what=rel)
     except InvalidInput as exc:
@@ -363,7 +366,23 @@ def parse_file(
     if entry.id != expected:
         problem = f"{rel}: its id {entry.id!r} does not match its file name; restore the file."
         return Parsed(rel, sha, mtime_ns, size, None, archive, problem)
+    # The domain and scope name index files (index/<domain>.md, indexes/<scope>/): a file that
+    # came by git or by hand must not point them outside the wiki.
+    for name, value in (("domain", entry.domain), ("scope", entry.scope)):
+        if value and not NAME_RE.match(value):
+            problem = (
+                f"{rel}: its {name} {value!r} is not lowercase letters, digits and hyphens; "
+                "restore the file."
+            )
+            return Parsed(rel, sha, mtime_ns, size, None, archive, problem)
     return Parsed(rel, sha, mtime_ns, size, entry, archive, archive_at=archive_at)
+
+
+def entry_path_ok(rel: str) -> bool:
+    """Whether ``rel`` is a path of entries/<year>/<month>/<file>: a row's path is where the
+    archiver removes an original, so one that leads out of entries/ must never become a row."""
+    parts = rel.split("/")
+    return len(parts) == 4 and parts[0] == "entries" and not {"", ".", ".."} & set(parts)
 
 
 # --------------------------------------------------------------------------- lines
@@ -768,6 +787,9 @@ class Catalog:
                 rel = line.fields["path"]
                 if self.sha_of(line.subject) == line.fields.get("sha256"):
                     continue
+                if not entry_path_ok(rel):  # not where an entry lives: the files will tell
+                    self.scan()
+                    return
                 try:
                     data = (self.wiki.root / rel).read_bytes()
                     st = (self.wiki.root / rel).stat()
@@ -1035,14 +1057,15 @@ class Catalog:
             stale.append("INDEX.md")  # a whole-wiki map would mix scopes
         return sorted(stale)
 
-    def expected_files(self) -> dict[str, str]:
-        """Every index file as it should be (path -> text)."""
-        return {
-            rel: self._render_index(target, groups)
-            if domain is None
-            else self._render_domain(target, domain)
-            for rel, (target, domain, groups) in self._plan().items()
-        }
+    def expected_files(self) -> Iterator[tuple[str, str]]:
+        """Every index file as it should be (path, text), one at a time."""
+        for rel, (target, domain, groups) in self._plan().items():
+            text = (
+                self._render_index(target, groups)
+                if domain is None
+                else self._render_domain(target, domain)
+            )
+            yield rel, text
 
     def _scope_sql(self, scope: str | None) -> tuple[str, list[str]]:
         return ("scope = ?", [scope]) if scope is not None else ("1", [])
@@ -1354,24 +1377,36 @@ def rebuild_index(wiki: Wiki) -> IndexResult:
 
 
 def check_index(wiki: Wiki) -> IndexResult:
-    """``llm-wiki index --check``: what a rebuild from scratch would change. Writes nothing."""
-    fresh_db = create_db(":memory:")
+    """``llm-wiki index --check``: what a rebuild from scratch would change. Writes nothing in
+    the wiki: the fresh catalog is built in a temp file (in memory, its full-text index of every
+    body would grow with the wiki)."""
+    import tempfile
+
+    scratch = tempfile.TemporaryDirectory(prefix="llm-wiki-check-")
+    fresh_db = create_db(os.path.join(scratch.name, "catalog.sqlite3"))
     fresh = Catalog(wiki, fresh_db)
     try:
-        parsed = [
-            parse_file(rel, (wiki.root / rel).read_bytes(), mtime, size)
-            for rel, mtime, size in store.iter_entry_files(wiki)
-        ]
-        seen = {p.path for p in parsed}
-        for item in _iter_archived(wiki, archive_names(wiki)):
-            if item.path not in seen or item.path == item.archive:
-                seen.add(item.path)
-                parsed.append(item)
+        loose = list(store.iter_entry_files(wiki))
+        seen = {rel for rel, _, _ in loose}
+        parsed = 0
+
+        def files() -> Iterator[Parsed]:  # streamed, as a full build is: one batch in memory
+            nonlocal parsed
+            for rel, mtime, size in loose:
+                parsed += 1
+                yield parse_file(rel, (wiki.root / rel).read_bytes(), mtime, size)
+            for item in _iter_archived(wiki, archive_names(wiki)):
+                if item.path not in seen or item.path == item.archive:
+                    seen.add(item.path)
+                    parsed += 1
+                    yield item
+
         with fresh_db:
-            fresh._bulk_load(parsed)
+            fresh._bulk_load(files())
         stale: list[str] = []
-        expected = fresh.expected_files()
-        for rel, text in expected.items():
+        expected = []
+        for rel, text in fresh.expected_files():
+            expected.append(rel)
             try:
                 if (wiki.root / rel).read_bytes() != text.encode():
                     stale.append(rel)
@@ -1382,23 +1417,25 @@ def check_index(wiki: Wiki) -> IndexResult:
             "SELECT id, path, archive, archive_at, sha256, superseded_by, line FROM entries "
             "ORDER BY id"
         )
-        want = fresh_db.execute(state).fetchall()
-        have: list[Any] = []
+        entries = fresh.count(Viewer.everyone())
+        same = entries == 0  # no catalog (or an unreadable one) matches an empty wiki only
         if _catalog_path(wiki).exists():
             with contextlib.suppress(sqlite3.DatabaseError):
                 db = sqlite3.connect(str(_catalog_path(wiki)))
-                try:
-                    have = db.execute(state).fetchall()
+                try:  # row by row, in id order: neither side is held in memory
+                    pairs = itertools.zip_longest(fresh_db.execute(state), db.execute(state))
+                    same = all(want == have for want, have in pairs)
                 finally:
                     db.close()
-        if have != want:
+        if not same:
             stale.append(".llm-wiki/catalog.sqlite3")
         return IndexResult(
-            entries=len(want),
-            parsed=len(parsed),
+            entries=entries,
+            parsed=parsed,
             removed=0,
             stale=tuple(sorted(set(stale))),
             problems=tuple(fresh.problems()),
         )
     finally:
         fresh.close()
+        scratch.cleanup()

@@ -56,9 +56,11 @@ KEY_ORDER = (
 )
 KNOWN_FIELDS = frozenset(KEY_ORDER)
 
-ID_RE = re.compile(r"^[a-z0-9](?:[a-z0-9-]{0,158}[a-z0-9])?$")
-NAME_RE = re.compile(r"^[a-z0-9](?:[a-z0-9-]{0,62}[a-z0-9])?$")  # domain, scope
-DATE_RE = re.compile(r"^\d{4}-\d{2}-\d{2}$")
+# \Z, not $: "$" also matches before a trailing newline, and these names become file names and
+# log.md fields.
+ID_RE = re.compile(r"^[a-z0-9](?:[a-z0-9-]{0,158}[a-z0-9])?\Z")
+NAME_RE = re.compile(r"^[a-z0-9](?:[a-z0-9-]{0,62}[a-z0-9])?\Z")  # domain, scope
+DATE_RE = re.compile(r"^\d{4}-\d{2}-\d{2}\Z")
 SLUG_MAX = 60
 
 
@@ -310,7 +312,7 @@ def entry_from_mapping(
     )
     for key, default in (("status", "active"), ("origin", "authored")):
         values[key] = values[key] or default
-    extra = tuple(sorted((str(k), _plain(v)) for k, v in data.items()))
+    extra = tuple(sorted((str(k), _plain(v, str(k), what)) for k, v in data.items()))
     return Entry(**values, extra=extra, body=body)
 
 
@@ -401,15 +403,24 @@ def parse_alt(text: str) -> Alternative:
     return Alternative(alt_id, reason)
 
 
-def _plain(value: Any) -> Any:
-    """Extra fields keep their YAML shape, with dates as ISO text (JSON-safe, round-trips)."""
+def _plain(value: Any, key: str, what: str) -> Any:
+    """Extra fields keep their YAML shape, with dates as ISO text (JSON-safe, round-trips).
+
+    YAML's other types (``!!binary``, ``!!set``) have no JSON form: the catalog could not hold
+    the entry, so they are refused here, where text becomes an entry.
+    """
     if isinstance(value, (dt.date, dt.datetime)):
         return value.isoformat()
     if isinstance(value, dict):
-        return {str(k): _plain(v) for k, v in value.items()}
+        return {str(k): _plain(v, key, what) for k, v in value.items()}
     if isinstance(value, (list, tuple)):
-        return [_plain(v) for v in value]
-    return value
+        return [_plain(v, key, what) for v in value]
+    if value is None or isinstance(value, (str, int, float)):
+        return value
+    raise InvalidInput(
+        f"{what}: field {key!r} holds {_kind(value)}; give it as text, a number, a list or a "
+        "mapping."
+    )
 
 
 def _kind(value: Any) -> str:

@@ -2,8 +2,8 @@
 
 Built on the official MCP SDK (``mcp`` 2.x, ``MCPServer``), imported only here and only by the
 ``mcp`` command. The wiki and the reader are fixed when the server starts (``--wiki``, ``--as``);
-every tool reads and writes through that viewer, so an entry the reader may not see behaves
-exactly like one that does not exist.
+every tool reads and writes as that reader, with the scopes access.yaml grants it at the time of
+the call, so an entry the reader may not see behaves exactly like one that does not exist.
 
 Tools: ``wiki_write``, ``wiki_query``, ``wiki_show``, ``wiki_list`` (paged by a limit and an
 opaque cursor, so a large wiki cannot flood a conversation) and ``wiki_brief``. A mistake reaches
@@ -70,7 +70,18 @@ def tool_message(message: str) -> str:
 
 
 def build_server(wiki: Wiki, viewer: Viewer) -> Any:
-    """An MCPServer whose tools act on ``wiki`` as ``viewer``."""
+    """An MCPServer whose tools act on ``wiki`` as ``viewer``.
+
+    The reader is fixed; what it may read and write is read from access.yaml at every call, so
+    a scope withdrawn (or walls put up) while the server runs holds at once, not at restart.
+    """
+    from llm_wiki.access import resolve_viewer
+
+    reader = viewer.name or None
+
+    def viewer_now() -> Viewer:
+        return resolve_viewer(wiki, reader)
+
     try:
         from mcp.server.mcpserver import MCPServer
     except ImportError as exc:  # pragma: no cover - mcp is a dependency
@@ -202,7 +213,7 @@ def build_server(wiki: Wiki, viewer: Viewer) -> Any:
                 entry,
                 alternatives_considered=tuple(Alt(a.id, a.rejected_because) for a in alternatives),
             )
-        result = write_entry(wiki, entry, viewer=viewer, dry_run=dry_run)
+        result = write_entry(wiki, entry, viewer=viewer_now(), dry_run=dry_run)
         data: dict[str, Any] = result.to_dict()
         if dry_run:
             data.update(dry_run=True, text=result.text)
@@ -229,7 +240,7 @@ def build_server(wiki: Wiki, viewer: Viewer) -> Any:
     ) -> dict[str, Any]:
         from llm_wiki.retrieve import query
 
-        return dict(query(wiki, viewer, question, k=k).to_dict())
+        return dict(query(wiki, viewer_now(), question, k=k).to_dict())
 
     @server.tool(
         name="wiki_show",
@@ -250,7 +261,7 @@ def build_server(wiki: Wiki, viewer: Viewer) -> Any:
     ) -> dict[str, Any]:
         from llm_wiki.reads import show_entry
 
-        shown = show_entry(wiki, id.strip(), viewer)
+        shown = show_entry(wiki, id.strip(), viewer_now())
         data = shown.row.to_dict()
         body = shown.entry.body
         data["body"] = body[:max_chars]
@@ -294,7 +305,7 @@ def build_server(wiki: Wiki, viewer: Viewer) -> Any:
 
         filters = {"type": type, "domain": domain, "tag": tag, "status": status, "since": since}
         offset = _decode_cursor(cursor, filters) if cursor else 0
-        page = list_entries(wiki, viewer, limit=limit, offset=offset, **filters)
+        page = list_entries(wiki, viewer_now(), limit=limit, offset=offset, **filters)
         end = offset + len(page.rows)
         return {
             "total": page.total,
@@ -319,7 +330,7 @@ def build_server(wiki: Wiki, viewer: Viewer) -> Any:
     ) -> dict[str, Any]:
         from llm_wiki.brief import brief
 
-        result = brief(wiki, viewer, days=days)
+        result = brief(wiki, viewer_now(), days=days)
         return {
             "date": result.date,
             "since": result.since,

@@ -28,6 +28,7 @@ from llm_wiki.entries import (
     candidate_ids,
     check_id,
     dump_entry,
+    entry_from_mapping,
     require_valid,
     sha256_hex,
 )
@@ -244,12 +245,13 @@ def append_log(wiki: Wiki, *lines: str) -> None:
     fd = os.open(wiki.log_path, os.O_RDWR | os.O_CREAT | os.O_APPEND, 0o644)
     try:
         size = os.fstat(fd).st_size
-        if size:
-            tail = os.pread(fd, min(size, 4096), max(0, size - 4096))
-            if not tail.endswith(b"\n"):
-                cut = tail.rfind(b"\n")
-                keep = size - len(tail) + cut + 1 if cut >= 0 else 0
-                os.ftruncate(fd, keep)
+        if size and os.pread(fd, 1, size - 1) != b"\n":
+            keep, end = 0, size  # back to the last newline, however long the torn line
+            while end > 0 and not keep:
+                start = max(0, end - 4096)
+                cut = os.pread(fd, end - start, start).rfind(b"\n")
+                keep, end = (start + cut + 1 if cut >= 0 else 0), start
+            os.ftruncate(fd, keep)
         if os.environ.get(CRASH_ENV) == "mid-log":
             os.write(fd, data[: max(1, len(data) // 2)])
             os.fsync(fd)
@@ -281,8 +283,8 @@ class WriteResult:
         return {"id": self.id, "path": self.path, "sha256": self.sha256, "created": self.created}
 
 
-_SOURCE_RAW_RE = re.compile(r"^raw/[0-9a-f]{64}(?:\.[A-Za-z0-9]+)?(?:#L\d+(?:-L\d+)?)?$")
-_SOURCE_KIND_RE = re.compile(r"^[a-z][a-z0-9_-]*:\S.*$")
+_SOURCE_RAW_RE = re.compile(r"^raw/[0-9a-f]{64}(?:\.[A-Za-z0-9]+)?(?:#L\d+(?:-L\d+)?)?\Z")
+_SOURCE_KIND_RE = re.compile(r"^[a-z][a-z0-9_-]*:\S.*\Z")
 
 
 def write_entry(
@@ -296,6 +298,9 @@ def write_entry(
     """Validate ``entry`` (its id is ignored) and record it. Nothing is written on any error."""
     from llm_wiki.catalog import open_catalog, read_catalog
 
+    # Callers build entries many ways (flags, MCP, LLM proposals, importers); the catalog row is
+    # made from this object, so it must be exactly what the file will parse back to.
+    entry = entry_from_mapping(entry.to_dict())
     if not entry.date:
         entry = dataclasses.replace(entry, date=clock.today().isoformat())
     if not entry.scope:

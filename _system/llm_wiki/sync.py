@@ -105,6 +105,16 @@ def _check_repository(wiki: Wiki) -> None:
             "log.md must merge as a union: add the line `log.md merge=union` to "
             f"{wiki.root / '.gitattributes'} (llm-wiki init writes it), then sync."
         )
+    # log.md holds the sha256 of each entry, raw source and archive as written: git must not
+    # turn their line endings (core.autocrlf, a global `* text=auto`) on commit or checkout.
+    probes = ("entries/x.md", "raw/x.txt", "archive/x.tar.zst")
+    attrs = _git(wiki, "check-attr", "text", "--", *probes, what="read .gitattributes")
+    if any(not line.endswith(": unset") for line in attrs.splitlines()):
+        raise WikiError(
+            "git may rewrite line endings of entries: add the lines `entries/** -text`, "
+            f"`raw/** -text` and `archive/** -text` to {wiki.root / '.gitattributes'} "
+            "(llm-wiki init writes them), then sync."
+        )
     if not _git(wiki, "ls-files", "--", "schema.md", what="list files"):
         raise WikiError(
             "the wiki is not in git yet: commit it once (`git add -A && git commit -m "
