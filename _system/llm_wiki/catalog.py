@@ -26,7 +26,14 @@ from typing import Any, NamedTuple
 
 from llm_wiki import store
 from llm_wiki.access import Viewer, walls_on
-from llm_wiki.entries import NAME_RE, Alternative, Entry, decode_text, parse_entry
+from llm_wiki.entries import (
+    GENERATED_ORIGINS,
+    NAME_RE,
+    Alternative,
+    Entry,
+    decode_text,
+    parse_entry,
+)
 from llm_wiki.errors import InvalidInput, WikiError
 from llm_wiki.wiki import Wiki
 
@@ -160,7 +167,7 @@ class Row:
 
     @property
     def is_generated(self) -> bool:
-        return self.origin in ("consolidated", "answer")
+        return self.origin in GENERATED_ORIGINS
 
     def index_line(self, prefix: str = "") -> str:
         return self.line.replace(ROOT_MARK, prefix)
