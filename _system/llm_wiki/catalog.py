@@ -307,22 +307,18 @@ def _where(
     clause, args = viewer.sql_filter()
     where: list[str] = [clause]
     params: list[Any] = list(args)
-    for column, value in (("type", type), ("domain", domain), ("scope", scope)):
+    for condition, value in (
+        ("type = ?", type),
+        ("domain = ?", domain),
+        ("scope = ?", scope),
+        ("id IN (SELECT id FROM tags WHERE tag = ?)", tag),
+        ("id IN (SELECT id FROM actors WHERE actor = ?)", actor),
+        ("date >= ?", since),
+        ("date <= ?", until),
+    ):
         if value:
-            where.append(f"{column} = ?")
+            where.append(condition)
             params.append(value)
-    if tag:
-        where.append("id IN (SELECT id FROM tags WHERE tag = ?)")
-        params.append(tag)
-    if actor:
-        where.append("id IN (SELECT id FROM actors WHERE actor = ?)")
-        params.append(actor)
-    if since:
-        where.append("date >= ?")
-        params.append(since)
-    if until:
-        where.append("date <= ?")
-        params.append(until)
     if status == "superseded":
         where.append("superseded_by IS NOT NULL")
     elif status != "all":
