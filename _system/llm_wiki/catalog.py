@@ -997,12 +997,7 @@ class Catalog:
                     st = None
                 if st is not None and recorded.get(rel) == (st.st_size, st.st_mtime_ns):
                     continue
-            text = (
-                self._render_index(target, groups)
-                if domain is None
-                else self._render_domain(target, domain)
-            )
-            data = text.encode()
+            data = self._render_file(target, domain, groups).encode()
             try:
                 same = path.read_bytes() == data
             except FileNotFoundError:
@@ -1063,12 +1058,14 @@ class Catalog:
     def expected_files(self) -> Iterator[tuple[str, str]]:
         """Every index file as it should be (path, text), one at a time."""
         for rel, (target, domain, groups) in self._plan().items():
-            text = (
-                self._render_index(target, groups)
-                if domain is None
-                else self._render_domain(target, domain)
-            )
-            yield rel, text
+            yield rel, self._render_file(target, domain, groups)
+
+    def _render_file(self, target: Target, domain: str | None, groups: list[Any]) -> str:
+        """The text of one planned index file: the target's INDEX.md (``domain`` None) or a
+        domain file."""
+        if domain is None:
+            return self._render_index(target, groups)
+        return self._render_domain(target, domain)
 
     def _scope_sql(self, scope: str | None) -> tuple[str, list[str]]:
         return ("scope = ?", [scope]) if scope is not None else ("1", [])
