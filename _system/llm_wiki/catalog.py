@@ -381,6 +381,11 @@ def parse_file(
     return Parsed(rel, sha, mtime_ns, size, entry, archive, archive_at=archive_at)
 
 
+def _duplicate_id(rel: str, entry_id: str, holder: str) -> str:
+    """The problem recorded for a file whose id another file (``holder``) already uses."""
+    return f"{rel}: id {entry_id} is already used by {holder}; remove the copy."
+
+
 def entry_path_ok(rel: str) -> bool:
     """Whether ``rel`` is a path of entries/<year>/<month>/<file>: a row's path is where the
     archiver removes an original, so one that leads out of entries/ must never become a row."""
@@ -608,12 +613,7 @@ class Catalog:
                 problems.append((item.path, item.problem))
                 continue
             if entry.id in held:
-                problems.append(
-                    (
-                        item.path,
-                        f"{item.path}: id {entry.id} is already used by {held[entry.id]}; remove the copy.",
-                    )
-                )
+                problems.append((item.path, _duplicate_id(item.path, entry.id, held[entry.id])))
                 continue
             held[entry.id] = item.path
             replaced.update(entry.supersedes)
@@ -695,16 +695,8 @@ class Catalog:
                     and other[0] != item.path
                     and (other[1] or (self.wiki.root / other[0]).exists())
                 ):
-                    item = Parsed(
-                        item.path,
-                        item.sha256,
-                        item.mtime_ns,
-                        item.size,
-                        None,
-                        item.archive,
-                        f"{item.path}: id {item.entry.id} is already used by {other[0]}; "
-                        "remove the copy.",
-                    )
+                    problem = _duplicate_id(item.path, item.entry.id, other[0])
+                    item = item._replace(entry=None, problem=problem)
             if item.entry is None:
                 self.db.execute(
                     "INSERT OR REPLACE INTO problems(path, message) VALUES(?, ?)",
