@@ -401,9 +401,7 @@ def _check_references(catalog: object, entry: Entry) -> None:
     An entry outside the writer's scope reads exactly like one that does not exist.
     """
     scope_of = catalog.scope_of  # type: ignore[attr-defined]
-    for old in entry.supersedes:
-        if old == entry.id:
-            raise InvalidInput(f"entry {old} cannot supersede itself; remove it from --supersedes.")
+    for old in entry.supersedes:  # an entry superseding itself: require_valid refused it
         if scope_of(old) != entry.scope:
             raise InvalidInput(
                 f"supersedes {old!r}: no such entry in scope {entry.scope!r}; check the id with "
