@@ -315,17 +315,11 @@ def write_entry(
     _check_sources_shape(entry)
 
     if dry_run:
-        chosen = explicit_id or next(candidate_ids(entry))
-        text = dump_entry(dataclasses.replace(entry, id=chosen))
+        final = dataclasses.replace(entry, id=explicit_id or next(candidate_ids(entry)))
+        text = dump_entry(final)
         with read_catalog(wiki) as catalog:
             _check_references(catalog, entry)
-        return WriteResult(
-            chosen,
-            entry_relpath_for(chosen, entry),
-            sha256_bytes(text.encode()),
-            True,
-            text,
-        )
+        return WriteResult(final.id, final.relpath, sha256_bytes(text.encode()), True, text)
 
     _ensure_writable(wiki)
     with locked(wiki):
@@ -372,10 +366,6 @@ def _record(wiki: Wiki, catalog: object, entry: Entry, rel: str, sha: str) -> No
         format_log_line("write", entry.id, sha256=sha, scope=entry.scope, path=rel),
     )
     catalog.add_written(entry, rel, sha)  # type: ignore[attr-defined]
-
-
-def entry_relpath_for(entry_id: str, entry: Entry) -> str:
-    return dataclasses.replace(entry, id=entry_id).relpath
 
 
 def _same_bytes(path: Path, data: bytes) -> bool:
