@@ -5,6 +5,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -146,3 +147,18 @@ def plant(wiki_path, entry_id, date, fields, body="planted"):
     with open(wiki_path / "log.md", "a") as fh:
         fh.write(f"{date}T09:00:00Z write {entry_id} sha256={sha} scope=shared path={rel}\n")
     return entry_id
+
+
+def index_files(root: Path) -> dict[str, bytes]:
+    """INDEX.md and index/<domain>.md as name -> bytes, to compare a rebuild byte for byte."""
+    files = {"INDEX.md": (root / "INDEX.md").read_bytes()}
+    for path in sorted((root / "index").glob("*.md")):
+        files[f"index/{path.name}"] = path.read_bytes()
+    return files
+
+
+def remove_derived(root: Path) -> None:
+    """Delete everything `llm-wiki index` rebuilds: .llm-wiki/, index/ and INDEX.md."""
+    shutil.rmtree(root / ".llm-wiki")
+    shutil.rmtree(root / "index")
+    (root / "INDEX.md").unlink()

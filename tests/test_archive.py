@@ -10,7 +10,7 @@ import subprocess
 
 import pytest
 
-from conftest import Cli, run_module, subprocess_env, write_args
+from conftest import Cli, index_files, remove_derived, run_module, subprocess_env, write_args
 
 
 def pair(cli, monkeypatch, old_day, new_day, summary, domain="platform"):
@@ -28,13 +28,6 @@ def archives(wiki_path):
 
 def archive_lines(wiki_path):
     return [ln for ln in (wiki_path / "log.md").read_text().splitlines() if " archive " in ln]
-
-
-def index_files(root):
-    files = {"INDEX.md": (root / "INDEX.md").read_bytes()}
-    for path in sorted((root / "index").glob("*.md")):
-        files[f"index/{path.name}"] = path.read_bytes()
-    return files
 
 
 def test_selection_follows_the_clock_and_the_superseding_entrys_date(cli, wiki_path, monkeypatch):
@@ -90,9 +83,7 @@ def test_archived_entries_read_transparently(cli, wiki_path, monkeypatch):
 
     # the catalog and index files rebuild from the archive byte for byte
     before = index_files(wiki_path)
-    shutil.rmtree(wiki_path / ".llm-wiki")
-    shutil.rmtree(wiki_path / "index")
-    (wiki_path / "INDEX.md").unlink()
+    remove_derived(wiki_path)
     cli("index")
     assert index_files(wiki_path) == before
     cli("index", "--check")

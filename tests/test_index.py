@@ -6,14 +6,7 @@ import shutil
 
 import pytest
 
-from conftest import plant, write_args
-
-
-def index_files(root):
-    files = {"INDEX.md": (root / "INDEX.md").read_bytes()}
-    for path in sorted((root / "index").glob("*.md")):
-        files[f"index/{path.name}"] = path.read_bytes()
-    return files
+from conftest import index_files, plant, remove_derived, write_args
 
 
 def populate(cli, monkeypatch):
@@ -53,9 +46,7 @@ def test_rebuild_from_scratch_gives_identical_bytes(cli, wiki_path, monkeypatch)
     populate(cli, monkeypatch)
     before = index_files(wiki_path)
     cli("index", "--check")
-    shutil.rmtree(wiki_path / ".llm-wiki")
-    shutil.rmtree(wiki_path / "index")
-    (wiki_path / "INDEX.md").unlink()
+    remove_derived(wiki_path)
     cli("index")
     assert index_files(wiki_path) == before
     cli("index", "--check")

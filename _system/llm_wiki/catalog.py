@@ -26,7 +26,14 @@ from typing import Any, NamedTuple
 
 from llm_wiki import store
 from llm_wiki.access import Viewer, walls_on
-from llm_wiki.entries import NAME_RE, Alternative, Entry, decode_text, parse_entry
+from llm_wiki.entries import (
+    GENERATED_ORIGINS,
+    NAME_RE,
+    Alternative,
+    Entry,
+    decode_text,
+    parse_entry,
+)
 from llm_wiki.errors import InvalidInput, WikiError
 from llm_wiki.wiki import Wiki
 
@@ -160,7 +167,7 @@ class Row:
 
     @property
     def is_generated(self) -> bool:
-        return self.origin in ("consolidated", "answer")
+        return self.origin in GENERATED_ORIGINS
 
     def index_line(self, prefix: str = "") -> str:
         return self.line.replace(ROOT_MARK, prefix)
@@ -300,22 +307,18 @@ def _where(
     clause, args = viewer.sql_filter()
     where: list[str] = [clause]
     params: list[Any] = list(args)
-    for column, value in (("type", type), ("domain", domain), ("scope", scope)):
+    for condition, value in (
+        ("type = ?", type),
+        ("domain = ?", domain),
+        ("scope = ?", scope),
+        ("id IN (SELECT id FROM tags WHERE tag = ?)", tag),
+        ("id IN (SELECT id FROM actors WHERE actor = ?)", actor),
+        ("date >= ?", since),
+        ("date <= ?", until),
+    ):
         if value:
-            where.append(f"{column} = ?")
+            where.append(condition)
             params.append(value)
-    if tag:
-        where.append("id IN (SELECT id FROM tags WHERE tag = ?)")
-        params.append(tag)
-    if actor:
-        where.append("id IN (SELECT id FROM actors WHERE actor = ?)")
-        params.append(actor)
-    if since:
-        where.append("date >= ?")
-        params.append(since)
-    if until:
-        where.append("date <= ?")
-        params.append(until)
     if status == "superseded":
         where.append("superseded_by IS NOT NULL")
     elif status != "all":
@@ -376,6 +379,11 @@ def parse_file(
             )
             return Parsed(rel, sha, mtime_ns, size, None, archive, problem)
     return Parsed(rel, sha, mtime_ns, size, entry, archive, archive_at=archive_at)
+
+
+def _duplicate_id(rel: str, entry_id: str, holder: str) -> str:
+    """The problem recorded for a file whose id another file (``holder``) already uses."""
+    return f"{rel}: id {entry_id} is already used by {holder}; remove the copy."
 
 
 def entry_path_ok(rel: str) -> bool:
@@ -605,12 +613,7 @@ class Catalog:
                 problems.append((item.path, item.problem))
                 continue
             if entry.id in held:
-                problems.append(
-                    (
-                        item.path,
-                        f"{item.path}: id {entry.id} is already used by {held[entry.id]}; remove the copy.",
-                    )
-                )
+                problems.append((item.path, _duplicate_id(item.path, entry.id, held[entry.id])))
                 continue
             held[entry.id] = item.path
             replaced.update(entry.supersedes)
@@ -692,16 +695,8 @@ class Catalog:
                     and other[0] != item.path
                     and (other[1] or (self.wiki.root / other[0]).exists())
                 ):
-                    item = Parsed(
-                        item.path,
-                        item.sha256,
-                        item.mtime_ns,
-                        item.size,
-                        None,
-                        item.archive,
-                        f"{item.path}: id {item.entry.id} is already used by {other[0]}; "
-                        "remove the copy.",
-                    )
+                    problem = _duplicate_id(item.path, item.entry.id, other[0])
+                    item = item._replace(entry=None, problem=problem)
             if item.entry is None:
                 self.db.execute(
                     "INSERT OR REPLACE INTO problems(path, message) VALUES(?, ?)",
@@ -994,12 +989,7 @@ class Catalog:
                     st = None
                 if st is not None and recorded.get(rel) == (st.st_size, st.st_mtime_ns):
                     continue
-            text = (
-                self._render_index(target, groups)
-                if domain is None
-                else self._render_domain(target, domain)
-            )
-            data = text.encode()
+            data = self._render_file(target, domain, groups).encode()
             try:
                 same = path.read_bytes() == data
             except FileNotFoundError:
@@ -1060,12 +1050,14 @@ class Catalog:
     def expected_files(self) -> Iterator[tuple[str, str]]:
         """Every index file as it should be (path, text), one at a time."""
         for rel, (target, domain, groups) in self._plan().items():
-            text = (
-                self._render_index(target, groups)
-                if domain is None
-                else self._render_domain(target, domain)
-            )
-            yield rel, text
+            yield rel, self._render_file(target, domain, groups)
+
+    def _render_file(self, target: Target, domain: str | None, groups: list[Any]) -> str:
+        """The text of one planned index file: the target's INDEX.md (``domain`` None) or a
+        domain file."""
+        if domain is None:
+            return self._render_index(target, groups)
+        return self._render_domain(target, domain)
 
     def _scope_sql(self, scope: str | None) -> tuple[str, list[str]]:
         return ("scope = ?", [scope]) if scope is not None else ("1", [])

@@ -264,11 +264,17 @@ def load_yaml(text: str, what: str) -> Any:
 
 def parse_entry(text: str, *, what: str = "entry") -> Entry:
     """The one way file text becomes an entry. Structural errors raise InvalidInput."""
+    data, body = _read_frontmatter(text, what)
+    return entry_from_mapping(data, body=body, what=what)
+
+
+def _read_frontmatter(text: str, what: str) -> tuple[dict[Any, Any], str]:
+    """The frontmatter mapping and the body (blank lines at its edges cut) of markdown text."""
     head, body = split_frontmatter(text)
     data = load_yaml(head, what)
     if not isinstance(data, dict):
         raise InvalidInput(f"{what}: the frontmatter must be a YAML mapping of fields.")
-    return entry_from_mapping(data, body=body.strip("\n"), what=what)
+    return data, body.strip("\n")
 
 
 def decode_text(raw: bytes, what: str) -> str:
@@ -713,13 +719,8 @@ def load_draft(text: str, what: str) -> dict[str, Any]:
     """Fields from a ``--from`` document: markdown with frontmatter, a YAML mapping, or JSON."""
     stripped = text.lstrip("\ufeff")
     if stripped.startswith("---"):
-        head, body = split_frontmatter(stripped)
-        data = load_yaml(head, what)
-        if not isinstance(data, dict):
-            raise InvalidInput(f"{what}: the frontmatter must be a YAML mapping of fields.")
-        data = dict(data)
-        data["body"] = body.strip("\n")
-        return data
+        data, body = _read_frontmatter(stripped, what)
+        return {**data, "body": body}
     if stripped.lstrip().startswith("{"):
         import json
 

@@ -315,17 +315,11 @@ def write_entry(
     _check_sources_shape(entry)
 
     if dry_run:
-        chosen = explicit_id or next(candidate_ids(entry))
-        text = dump_entry(dataclasses.replace(entry, id=chosen))
+        final = dataclasses.replace(entry, id=explicit_id or next(candidate_ids(entry)))
+        text = dump_entry(final)
         with read_catalog(wiki) as catalog:
             _check_references(catalog, entry)
-        return WriteResult(
-            chosen,
-            entry_relpath_for(chosen, entry),
-            sha256_bytes(text.encode()),
-            True,
-            text,
-        )
+        return WriteResult(final.id, final.relpath, sha256_bytes(text.encode()), True, text)
 
     _ensure_writable(wiki)
     with locked(wiki):
@@ -374,10 +368,6 @@ def _record(wiki: Wiki, catalog: object, entry: Entry, rel: str, sha: str) -> No
     catalog.add_written(entry, rel, sha)  # type: ignore[attr-defined]
 
 
-def entry_relpath_for(entry_id: str, entry: Entry) -> str:
-    return dataclasses.replace(entry, id=entry_id).relpath
-
-
 def _same_bytes(path: Path, data: bytes) -> bool:
     try:
         return path.read_bytes() == data
@@ -401,9 +391,7 @@ def _check_references(catalog: object, entry: Entry) -> None:
     An entry outside the writer's scope reads exactly like one that does not exist.
     """
     scope_of = catalog.scope_of  # type: ignore[attr-defined]
-    for old in entry.supersedes:
-        if old == entry.id:
-            raise InvalidInput(f"entry {old} cannot supersede itself; remove it from --supersedes.")
+    for old in entry.supersedes:  # an entry superseding itself: require_valid refused it
         if scope_of(old) != entry.scope:
             raise InvalidInput(
                 f"supersedes {old!r}: no such entry in scope {entry.scope!r}; check the id with "
