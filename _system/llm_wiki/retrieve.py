@@ -195,6 +195,7 @@ class Ranker:
         self.weights = weights or WEIGHTS
         self._visible: int | None = None
         self._walls_ready = False
+        self._idf: dict[str, tuple[float, int]] = {}
 
     def rank(self, question: Question, limit: int) -> Ranking:
         if not question.terms:
@@ -277,14 +278,15 @@ class Ranker:
         """term -> (IDF, document frequency), among the entries this viewer can see.
 
         A term no entry holds weighs as much as the rarest term that some entry holds: a
-        question in other words should not look unanswerable just because of them.
+        question in other words should not look unanswerable just because of them. Counted once
+        per term for the ranker's life, like :meth:`visible`.
         """
-        visible = self.visible()
-        out = {}
         for term in terms:
-            df = self._count(_quote(term))
-            out[term] = (math.log(1 + (visible - max(df, 1) + 0.5) / (max(df, 1) + 0.5)), df)
-        return out
+            if term not in self._idf:
+                df = self._count(_quote(term))
+                weight = math.log(1 + (self.visible() - max(df, 1) + 0.5) / (max(df, 1) + 0.5))
+                self._idf[term] = (weight, df)
+        return {term: self._idf[term] for term in terms}
 
     def _coverage_ranking(self, idf: dict[str, tuple[float, int]], pool: int) -> dict[int, float]:
         """rowid -> coverage score of the ``pool`` best entries by IDF-weighted coverage.
