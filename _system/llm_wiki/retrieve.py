@@ -148,7 +148,6 @@ class Ranked:
     row: Row
     score: float  # higher is better (a pulled-in current entry takes its predecessor's)
     via: str = ""  # the superseded entry whose match brought this (current) entry in
-    cover: float = 0.0  # its coverage score (key-term weight held, head fields counting extra)
 
 
 @dataclass(frozen=True)
@@ -221,11 +220,7 @@ class Ranker:
             cut = TEMPORAL_BAND * scores[order[0]]
             wanted = max(limit, sum(1 for r in order if scores[r] >= cut))
         rows = self._rows(order[:wanted])
-        items = [
-            Ranked(rows[r], scores[r], cover=covered.get(r, cover_floor))
-            for r in order[:wanted]
-            if r in rows
-        ]
+        items = [Ranked(rows[r], scores[r]) for r in order[:wanted] if r in rows]
         if not items:
             return Ranking(question, (), 0.0)
         coverage = self.coverage(question, items[0].row, idf)
@@ -366,7 +361,7 @@ class Ranker:
             for newer in self.replacements(item.row):
                 if newer.id not in seen:
                     seen.add(newer.id)
-                    out.append(Ranked(newer, item.score, via=item.row.id, cover=item.cover))
+                    out.append(Ranked(newer, item.score, via=item.row.id))
             seen.add(item.row.id)
             out.append(item)
         return out
