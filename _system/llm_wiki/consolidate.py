@@ -1147,9 +1147,9 @@ def record_failure(
         f"- attempts: {attempts} ({method})" if attempts else f"- backend: {method}",
     ]
     for problem in problems[:20]:
-        lines.append(f"- reason: {problem.kind}: {_one_line(problem.detail)}")
+        lines.append(f"- reason: {problem.kind}: {backends.one_line(problem.detail, 400)}")
         if problem.statement:
-            lines.append(f'  statement: "{_one_line(problem.statement)}"')
+            lines.append(f'  statement: "{backends.one_line(problem.statement, 400)}"')
     if len(problems) > 20:
         lines.append(f"- … and {len(problems) - 20} more")
     path = failures_path(wiki, state.scope)
@@ -1163,11 +1163,6 @@ def record_failure(
             os.fsync(fd)
         finally:
             os.close(fd)
-
-
-def _one_line(text: str, limit: int = 400) -> str:
-    text = " ".join(text.split())
-    return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
 _RECORD_RE = re.compile(r"^## (\d{4}-\d\d-\d\dT\S+) (\S+)/(\S+)$", re.M)
