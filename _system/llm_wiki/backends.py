@@ -369,22 +369,23 @@ class AnthropicBackend(Backend):
         except anthropic.APIStatusError as exc:
             raise BackendFailed(
                 f"the Anthropic API answered HTTP {exc.status_code} (after {retries} retries): "
-                f"{_one_line(exc.message)}; try again later or use --backend offline."
+                f"{one_line(exc.message)}; try again later or use --backend offline."
             ) from None
         except anthropic.APIConnectionError as exc:
             raise BackendFailed(
-                f"cannot reach the Anthropic API ({_one_line(str(exc))}); check the network "
+                f"cannot reach the Anthropic API ({one_line(str(exc))}); check the network "
                 "or ANTHROPIC_BASE_URL."
             ) from None
         except (anthropic.AnthropicError, ValueError) as exc:  # malformed body, bad JSON
             raise BackendFailed(
                 f"the Anthropic API sent a response that could not be read "
-                f"({_one_line(str(exc))}); try again."
+                f"({one_line(str(exc))}); try again."
             ) from None
         return _message_completion(message, self.model)
 
 
-def _one_line(text: str, limit: int = 200) -> str:
+def one_line(text: str, limit: int = 200) -> str:
+    """``text`` on one line (whitespace runs folded), cut to ``limit`` characters with "…"."""
     text = " ".join(str(text).split())
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
@@ -463,14 +464,14 @@ class ClaudeCliBackend(Backend):
         except json.JSONDecodeError:
             data = None
         if proc.returncode != 0 or not isinstance(data, dict):
-            detail = _one_line(proc.stderr.decode("utf-8", "replace") or out) or "no output"
+            detail = one_line(proc.stderr.decode("utf-8", "replace") or out) or "no output"
             raise BackendFailed(
                 f"`claude -p` failed (exit {proc.returncode}): {detail}; run `claude` once to "
                 "log in, or use another backend."
             )
         if data.get("is_error") or not isinstance(data.get("result"), str):
             raise BackendFailed(
-                f"`claude -p` reported an error: {_one_line(str(data.get('result') or data))}."
+                f"`claude -p` reported an error: {one_line(str(data.get('result') or data))}."
             )
         usage: dict[str, Any] = data["usage"] if isinstance(data.get("usage"), dict) else {}
         tokens_in = sum(

@@ -34,7 +34,7 @@ from llm_wiki.access import Viewer, scope_field, walls_on
 from llm_wiki.catalog import Catalog, Row, read_catalog
 from llm_wiki.citations import CitationProblem, Evidence, Statement, check_statements
 from llm_wiki.consolidate import FailureRecord, failure_records
-from llm_wiki.entries import Alternative
+from llm_wiki.entries import GENERATED_ORIGINS, Alternative
 from llm_wiki.errors import BackendFailed, InvalidInput
 from llm_wiki.stats import entry_stats, llm_usage
 from llm_wiki.wiki import Wiki
@@ -83,7 +83,7 @@ class Item:
 
     @property
     def is_generated(self) -> bool:
-        return self.origin in ("consolidated", "answer")
+        return self.origin in GENERATED_ORIGINS
 
     def to_dict(self) -> dict[str, Any]:
         data = dataclasses.asdict(self)
@@ -301,12 +301,13 @@ def _rows_by_ids(catalog: Catalog, viewer: Viewer, ids: Sequence[str]) -> list[R
 def _open_incidents(catalog: Catalog, viewer: Viewer) -> tuple[list[Item], int]:
     """Incidents not superseded and not listed in a later (non-generated) entry's sources."""
     clause, params = viewer.sql_filter("e.scope")
+    generated = sorted(GENERATED_ORIGINS)
     cited = {
         str(value)
         for (value,) in catalog.db.execute(
             "SELECT DISTINCT j.value FROM entries AS e, json_each(e.sources) AS j "
-            f"WHERE {clause} AND e.origin NOT IN ('consolidated', 'answer')",
-            params,
+            f"WHERE {clause} AND e.origin NOT IN ({','.join('?' * len(generated))})",
+            [*params, *generated],
         )
     }
     rows = [r for r in catalog.rows(viewer, type="incident", status="active") if r.id not in cited]
@@ -321,7 +322,7 @@ def _replacements(new: Sequence[Item], replaced: dict[str, Row]) -> tuple[list[R
             row = replaced.get(old)
             if row is None:
                 continue
-            if item.is_generated and row.origin in ("consolidated", "answer"):
+            if item.is_generated and row.is_generated:
                 generated += 1  # a synthesis rewritten by the nightly job: not news
                 continue
             by_old.setdefault(old, []).append(item)

@@ -454,7 +454,17 @@ class _Run:
             error=self.error,
         )
 
-    def _result(self, state: DomainState, status: str, reason: str, **kw: Any) -> DomainResult:
+    def _result(
+        self, state: DomainState, status: str, reason: str, tally: _Tally | None = None, **kw: Any
+    ) -> DomainResult:
+        """A domain's result; with ``tally``, what the domain cost (chunks, calls, tokens)."""
+        if tally is not None:
+            kw.update(
+                chunks=tally.chunks,
+                cached_chunks=tally.cached,
+                calls=tally.calls,
+                tokens=tally.tokens,
+            )
         return DomainResult(state.scope, state.domain, status, reason, len(state.evidence), **kw)
 
     # -- one domain
@@ -466,15 +476,7 @@ class _Run:
         try:
             reply = self._synthesise(work) if self.backend.is_llm else self._extractive(work)
         except _OutOfBudget:
-            return self._result(
-                state,
-                "waiting",
-                f"budget ({self.budget.left()})",
-                chunks=tally.chunks,
-                cached_chunks=tally.cached,
-                calls=tally.calls,
-                tokens=tally.tokens,
-            )
+            return self._result(state, "waiting", f"budget ({self.budget.left()})", tally)
         except _Failed as exc:
             return self._failed(state, exc.problems, tally=tally, attempts=exc.attempts)
         except _BackendDown as exc:
@@ -482,15 +484,7 @@ class _Run:
             problem = CitationProblem("backend-failed", "", exc.message)
             return self._failed(state, (problem,), tally=tally)
         if reply is None or self.dry_run:  # dry run: every call this domain needs was counted
-            return self._result(
-                state,
-                "planned",
-                why,
-                chunks=tally.chunks,
-                cached_chunks=tally.cached,
-                calls=tally.calls,
-                tokens=tally.tokens,
-            )
+            return self._result(state, "planned", why, tally)
         if reply.skip is not None:
             return self._skip(state, reply.skip, tally, why)
         entry = self._entry(work, reply)
@@ -505,10 +499,7 @@ class _Run:
             state,
             "written",
             why,
-            chunks=tally.chunks,
-            cached_chunks=tally.cached,
-            calls=tally.calls,
-            tokens=tally.tokens,
+            tally,
             id=result.id,
             path=result.path,
             supersedes=entry.supersedes,
@@ -540,10 +531,7 @@ class _Run:
             state,
             "skipped" if not self.dry_run else "planned",
             reason if not self.dry_run else why,
-            chunks=tally.chunks,
-            cached_chunks=tally.cached,
-            calls=tally.calls,
-            tokens=tally.tokens,
+            tally,
             check_ms=tally.check_s * 1000,
         )
 
@@ -561,11 +549,8 @@ class _Run:
             state,
             "failed",
             f"{problems[0].kind}: {problems[0].detail}",
+            tally,
             problems=tuple(problems),
-            chunks=tally.chunks,
-            cached_chunks=tally.cached,
-            calls=tally.calls,
-            tokens=tally.tokens,
             check_ms=tally.check_s * 1000,
         )
 
@@ -1162,9 +1147,9 @@ def record_failure(
         f"- attempts: {attempts} ({method})" if attempts else f"- backend: {method}",
     ]
     for problem in problems[:20]:
-        lines.append(f"- reason: {problem.kind}: {_one_line(problem.detail)}")
+        lines.append(f"- reason: {problem.kind}: {backends.one_line(problem.detail, 400)}")
         if problem.statement:
-            lines.append(f'  statement: "{_one_line(problem.statement)}"')
+            lines.append(f'  statement: "{backends.one_line(problem.statement, 400)}"')
     if len(problems) > 20:
         lines.append(f"- … and {len(problems) - 20} more")
     path = failures_path(wiki, state.scope)
@@ -1178,11 +1163,6 @@ def record_failure(
             os.fsync(fd)
         finally:
             os.close(fd)
-
-
-def _one_line(text: str, limit: int = 400) -> str:
-    text = " ".join(text.split())
-    return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
 _RECORD_RE = re.compile(r"^## (\d{4}-\d\d-\d\dT\S+) (\S+)/(\S+)$", re.M)

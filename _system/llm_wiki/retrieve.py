@@ -148,7 +148,6 @@ class Ranked:
     row: Row
     score: float  # higher is better (a pulled-in current entry takes its predecessor's)
     via: str = ""  # the superseded entry whose match brought this (current) entry in
-    cover: float = 0.0  # its coverage score (key-term weight held, head fields counting extra)
 
 
 @dataclass(frozen=True)
@@ -195,6 +194,7 @@ class Ranker:
         self.weights = weights or WEIGHTS
         self._visible: int | None = None
         self._walls_ready = False
+        self._idf: dict[str, tuple[float, int]] = {}
 
     def rank(self, question: Question, limit: int) -> Ranking:
         if not question.terms:
@@ -220,11 +220,7 @@ class Ranker:
             cut = TEMPORAL_BAND * scores[order[0]]
             wanted = max(limit, sum(1 for r in order if scores[r] >= cut))
         rows = self._rows(order[:wanted])
-        items = [
-            Ranked(rows[r], scores[r], cover=covered.get(r, cover_floor))
-            for r in order[:wanted]
-            if r in rows
-        ]
+        items = [Ranked(rows[r], scores[r]) for r in order[:wanted] if r in rows]
         if not items:
             return Ranking(question, (), 0.0)
         coverage = self.coverage(question, items[0].row, idf)
@@ -277,14 +273,15 @@ class Ranker:
         """term -> (IDF, document frequency), among the entries this viewer can see.
 
         A term no entry holds weighs as much as the rarest term that some entry holds: a
-        question in other words should not look unanswerable just because of them.
+        question in other words should not look unanswerable just because of them. Counted once
+        per term for the ranker's life, like :meth:`visible`.
         """
-        visible = self.visible()
-        out = {}
         for term in terms:
-            df = self._count(_quote(term))
-            out[term] = (math.log(1 + (visible - max(df, 1) + 0.5) / (max(df, 1) + 0.5)), df)
-        return out
+            if term not in self._idf:
+                df = self._count(_quote(term))
+                weight = math.log(1 + (self.visible() - max(df, 1) + 0.5) / (max(df, 1) + 0.5))
+                self._idf[term] = (weight, df)
+        return {term: self._idf[term] for term in terms}
 
     def _coverage_ranking(self, idf: dict[str, tuple[float, int]], pool: int) -> dict[int, float]:
         """rowid -> coverage score of the ``pool`` best entries by IDF-weighted coverage.
@@ -364,7 +361,7 @@ class Ranker:
             for newer in self.replacements(item.row):
                 if newer.id not in seen:
                     seen.add(newer.id)
-                    out.append(Ranked(newer, item.score, via=item.row.id, cover=item.cover))
+                    out.append(Ranked(newer, item.score, via=item.row.id))
             seen.add(item.row.id)
             out.append(item)
         return out
