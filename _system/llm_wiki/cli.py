@@ -1169,10 +1169,9 @@ def _ingest_line(result: Any) -> str:
     if result.previous:
         lines += f", new since {result.previous}"
     head = "Dry run, nothing stored" if result.status == "dry-run" else f"Stored {result.raw}"
-    written = len(result.written)
     return (
         f"{head} ({result.kind}, {lines}; {_n(result.calls, 'LLM call')}): "
-        f"{written} entr{'y' if written == 1 else 'ies'} "
+        f"{_n(len(result.written), 'entry', 'entries')} "
         f"{'would be ' if result.status == 'dry-run' else ''}written, "
         f"{_n(len(result.rejected), 'proposal')} rejected, "
         f"{_n(result.quotes_checked, 'quote')} checked."
