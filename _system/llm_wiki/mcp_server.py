@@ -22,7 +22,7 @@ from typing import Annotated, Any, TypeVar
 
 from llm_wiki import __version__
 from llm_wiki.access import Viewer
-from llm_wiki.errors import WikiError
+from llm_wiki.errors import InvalidInput, WikiError
 from llm_wiki.wiki import Wiki
 
 LIST_DEFAULT = 20
@@ -368,8 +368,6 @@ def _encode_cursor(offset: int, filters: dict[str, Any]) -> str:
 
 
 def _decode_cursor(cursor: str, filters: dict[str, Any]) -> int:
-    from llm_wiki.errors import InvalidInput
-
     try:
         padded = cursor + "=" * (-len(cursor) % 4)
         data = json.loads(base64.urlsafe_b64decode(padded.encode()))
