@@ -190,6 +190,7 @@ def build_server(wiki: Wiki, viewer: Viewer) -> Any:
         from llm_wiki.store import write_entry
 
         entry = draft(
+            {"alternatives_considered": [a.model_dump() for a in alternatives]},
             type=type,
             domain=domain,
             summary=summary,
@@ -204,15 +205,6 @@ def build_server(wiki: Wiki, viewer: Viewer) -> Any:
             body=body,
             what="entry",
         )
-        if alternatives:
-            from dataclasses import replace
-
-            from llm_wiki.entries import Alternative as Alt
-
-            entry = replace(
-                entry,
-                alternatives_considered=tuple(Alt(a.id, a.rejected_because) for a in alternatives),
-            )
         result = write_entry(wiki, entry, viewer=viewer_now(), dry_run=dry_run)
         data: dict[str, Any] = result.to_dict()
         if dry_run:
