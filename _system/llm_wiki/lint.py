@@ -278,7 +278,10 @@ def _words(text: str) -> frozenset[str]:
 def summary_overlap(a: str, b: str) -> float:
     """Share of distinct summary words two summaries have in common: the near-duplicate measure
     (a writer that must not add a near-duplicate uses it too)."""
-    wa, wb = _words(a), _words(b)
+    return _jaccard(_words(a), _words(b))
+
+
+def _jaccard(wa: frozenset[str], wb: frozenset[str]) -> float:
     return len(wa & wb) / len(wa | wb) if wa and wb else 0.0
 
 
@@ -309,10 +312,7 @@ def _duplicates(rows: Sequence[Row]) -> list[Finding]:
                     if pair in seen or (a, b) in related or (b, a) in related:
                         continue
                     seen.add(pair)
-                    wa, wb = words[a], words[b]
-                    if not wa or not wb:
-                        continue
-                    score = len(wa & wb) / len(wa | wb)
+                    score = _jaccard(words[a], words[b])
                     if score >= DUPLICATE_JACCARD:
                         out.append(
                             Finding(
