@@ -9,10 +9,6 @@ from conftest import plant, write_args
 from llm_wiki.backends import MockBackend
 
 
-def checks(result, level=None):
-    return sorted({f["check"] for f in result["findings"] if level in (None, f["level"])})
-
-
 def test_clean_wiki_lints_clean(cli, wiki_path, monkeypatch):
     monkeypatch.setenv("LLM_WIKI_NOW", "2026-05-02")
     cli(*write_args(tag=["database"]))

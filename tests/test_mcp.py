@@ -69,27 +69,18 @@ def test_tools_have_schemas_and_descriptions_an_agent_can_act_on(server):
 
 
 def test_write_show_list_query_brief(server, cli):
+    ledger = {
+        "type": "decision",
+        "domain": "ledger",
+        "summary": "Keep the ledger in Postgres",
+        "alternatives": [{"id": "dynamodb", "rejected_because": "no multi-row transactions"}],
+        "tags": ["database"],
+        "questions": ["Which database holds the ledger?"],
+    }
+
     async def steps(client):
-        first = await call(
-            client,
-            "wiki_write",
-            type="decision",
-            domain="ledger",
-            summary="Keep the ledger in Postgres",
-            alternatives=[{"id": "dynamodb", "rejected_because": "no multi-row transactions"}],
-            tags=["database"],
-            questions=["Which database holds the ledger?"],
-        )
-        again = await call(
-            client,
-            "wiki_write",
-            type="decision",
-            domain="ledger",
-            summary="Keep the ledger in Postgres",
-            alternatives=[{"id": "dynamodb", "rejected_because": "no multi-row transactions"}],
-            tags=["database"],
-            questions=["Which database holds the ledger?"],
-        )
+        first = await call(client, "wiki_write", **ledger)
+        again = await call(client, "wiki_write", **ledger)  # the very same write, retried
         second = await call(
             client,
             "wiki_write",

@@ -89,12 +89,19 @@ def running(*args):
         proc.wait()
 
 
-def test_overlapping_job_exits_zero_and_says_so(wiki_path):
-    lock = wiki_path / ".llm-wiki/jobs/wiki-index.lock"
+def run_while_locked(wiki_path, job, holder):
+    """Run ``job`` while its lock names the pid of a live process with the argument ``holder``;
+    returns the lock folder and the run."""
+    lock = wiki_path / f".llm-wiki/jobs/{job}.lock"
     lock.mkdir(parents=True)
-    with running("wiki-index") as pid:  # another run of the job holds it
+    with running(holder) as pid:
         (lock / "pid").write_text(str(pid))
-        proc = run_script("wiki-index", env={"LLM_WIKI_DIR": wiki_path})
+        return lock, run_script(job, env={"LLM_WIKI_DIR": wiki_path})
+
+
+def test_overlapping_job_exits_zero_and_says_so(wiki_path):
+    # another run of the job holds it
+    lock, proc = run_while_locked(wiki_path, "wiki-index", "wiki-index")
     assert proc.returncode == 0
     assert "holds the lock" in proc.stderr
     (lock / "pid").write_text("999999")  # dead: the lock is stale
@@ -106,11 +113,7 @@ def test_overlapping_job_exits_zero_and_says_so(wiki_path):
 def test_a_lock_left_by_a_crash_whose_pid_was_reused_is_stale(wiki_path):
     """A job killed hard (power cut, SIGKILL) leaves its lock; after a reboot its pid may be any
     other live process, and reading that as "another run" skipped the nightly job for good."""
-    lock = wiki_path / ".llm-wiki/jobs/wiki-index.lock"
-    lock.mkdir(parents=True)
-    with running("some-editor") as pid:
-        (lock / "pid").write_text(str(pid))
-        proc = run_script("wiki-index", env={"LLM_WIKI_DIR": wiki_path})
+    lock, proc = run_while_locked(wiki_path, "wiki-index", "some-editor")
     assert proc.returncode == 0 and "stale lock" in proc.stderr and "Indexed" in proc.stdout
     assert not lock.exists()
 
@@ -151,11 +154,7 @@ def test_wiki_consolidate_fails_loudly_when_the_backend_is_unusable(wiki_path):
 
 
 def test_wiki_consolidate_skips_a_run_that_overlaps(wiki_path):
-    lock = wiki_path / ".llm-wiki/jobs/wiki-consolidate.lock"
-    lock.mkdir(parents=True)
-    with running("wiki-consolidate") as pid:
-        (lock / "pid").write_text(str(pid))
-        proc = run_script("wiki-consolidate", env={"LLM_WIKI_DIR": wiki_path})
+    _, proc = run_while_locked(wiki_path, "wiki-consolidate", "wiki-consolidate")
     assert proc.returncode == 0 and "holds the lock" in proc.stderr
 
 

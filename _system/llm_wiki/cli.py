@@ -295,7 +295,6 @@ def entry_write(
         llm-wiki write --from entry.md --json
     """
     from llm_wiki.entries import draft, load_draft
-    from llm_wiki.errors import InvalidInput
     from llm_wiki.store import write_entry
 
     if body is not None and body_file is not None:
@@ -347,7 +346,6 @@ def entry_write(
 
 def _read_input(name: str, flag: str) -> str:
     from llm_wiki.entries import decode_text
-    from llm_wiki.errors import InvalidInput
 
     try:
         if name == "-":
@@ -1108,7 +1106,6 @@ def wiki_ingest(
         cat notes.md | llm-wiki ingest - --kind document --dry-run --json
         llm-wiki ingest --inbox ~/llm-wiki-inbox --quiet-minutes 10
     """
-    from llm_wiki.errors import InvalidInput
     from llm_wiki.ingest import ingest, ingest_file, ingest_inbox
 
     if (path is None) == (inbox is None):
@@ -1169,10 +1166,9 @@ def _ingest_line(result: Any) -> str:
     if result.previous:
         lines += f", new since {result.previous}"
     head = "Dry run, nothing stored" if result.status == "dry-run" else f"Stored {result.raw}"
-    written = len(result.written)
     return (
         f"{head} ({result.kind}, {lines}; {_n(result.calls, 'LLM call')}): "
-        f"{written} entr{'y' if written == 1 else 'ies'} "
+        f"{_n(len(result.written), 'entry', 'entries')} "
         f"{'would be ' if result.status == 'dry-run' else ''}written, "
         f"{_n(len(result.rejected), 'proposal')} rejected, "
         f"{_n(result.quotes_checked, 'quote')} checked."

@@ -21,8 +21,8 @@ from __future__ import annotations
 
 import datetime as dt
 import re
-from collections import defaultdict
-from collections.abc import Iterable, Iterator, Sequence
+from collections import Counter, defaultdict
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -140,9 +140,7 @@ def _log_summary(wiki: Wiki, rows: Sequence[Row], findings: Sequence[Finding]) -
     about no entry (unreadable files, raw sources: shown only to an admin) get a line of their
     own, without a scope."""
     scope_of = {r.id: r.scope for r in rows}
-    checked: dict[str, int] = defaultdict(int)
-    for row in rows:
-        checked[row.scope] += 1
+    checked = Counter(r.scope for r in rows)
     counts: dict[str, dict[str, int]] = {}
     for f in findings:
         scope = next((scope_of[i] for i in f.ids if i in scope_of), "")
@@ -280,7 +278,10 @@ def _words(text: str) -> frozenset[str]:
 def summary_overlap(a: str, b: str) -> float:
     """Share of distinct summary words two summaries have in common: the near-duplicate measure
     (a writer that must not add a near-duplicate uses it too)."""
-    wa, wb = _words(a), _words(b)
+    return _jaccard(_words(a), _words(b))
+
+
+def _jaccard(wa: frozenset[str], wb: frozenset[str]) -> float:
     return len(wa & wb) / len(wa | wb) if wa and wb else 0.0
 
 
@@ -297,10 +298,7 @@ def _duplicates(rows: Sequence[Row]) -> list[Finding]:
             groups[(row.scope, row.domain)].append(row)
     for group in groups.values():
         words = {r.id: _words(r.summary) for r in group}
-        df: dict[str, int] = defaultdict(int)
-        for ws in words.values():
-            for w in ws:
-                df[w] += 1
+        df = Counter(w for ws in words.values() for w in ws)
         postings: dict[str, list[str]] = defaultdict(list)
         for entry_id, ws in words.items():
             for w in sorted(ws, key=lambda w: (df[w], w))[:3]:
@@ -314,10 +312,7 @@ def _duplicates(rows: Sequence[Row]) -> list[Finding]:
                     if pair in seen or (a, b) in related or (b, a) in related:
                         continue
                     seen.add(pair)
-                    wa, wb = words[a], words[b]
-                    if not wa or not wb:
-                        continue
-                    score = len(wa & wb) / len(wa | wb)
+                    score = _jaccard(words[a], words[b])
                     if score >= DUPLICATE_JACCARD:
                         out.append(
                             Finding(
@@ -433,8 +428,8 @@ def _uncited_raw(wiki: Wiki, rows: Sequence[Row]) -> list[Finding]:
 def _rare_names(rows: Sequence[Row]) -> list[Finding]:
     out = []
     for kind, counts in (
-        ("domain", _count(r.domain for r in rows)),
-        ("tag", _count(t for r in rows for t in r.tags)),
+        ("domain", Counter(r.domain for r in rows)),
+        ("tag", Counter(t for r in rows for t in r.tags)),
     ):
         used = [n for n, c in counts.items() if c > 1]
         for name, count in sorted(counts.items()):
@@ -457,13 +452,6 @@ def _rare_names(rows: Sequence[Row]) -> list[Finding]:
                 out.append(
                     Finding("info", f"rare-{kind}", holders, f"{kind} {name!r} is used once.")
                 )
-    return out
-
-
-def _count(names: Iterable[str]) -> dict[str, int]:
-    out: dict[str, int] = defaultdict(int)
-    for name in names:
-        out[name] += 1
     return out
 
 

@@ -22,7 +22,7 @@ from typing import Annotated, Any, TypeVar
 
 from llm_wiki import __version__
 from llm_wiki.access import Viewer
-from llm_wiki.errors import WikiError
+from llm_wiki.errors import InvalidInput, WikiError
 from llm_wiki.wiki import Wiki
 
 LIST_DEFAULT = 20
@@ -190,6 +190,7 @@ def build_server(wiki: Wiki, viewer: Viewer) -> Any:
         from llm_wiki.store import write_entry
 
         entry = draft(
+            {"alternatives_considered": [a.model_dump() for a in alternatives]},
             type=type,
             domain=domain,
             summary=summary,
@@ -204,15 +205,6 @@ def build_server(wiki: Wiki, viewer: Viewer) -> Any:
             body=body,
             what="entry",
         )
-        if alternatives:
-            from dataclasses import replace
-
-            from llm_wiki.entries import Alternative as Alt
-
-            entry = replace(
-                entry,
-                alternatives_considered=tuple(Alt(a.id, a.rejected_because) for a in alternatives),
-            )
         result = write_entry(wiki, entry, viewer=viewer_now(), dry_run=dry_run)
         data: dict[str, Any] = result.to_dict()
         if dry_run:
@@ -368,8 +360,6 @@ def _encode_cursor(offset: int, filters: dict[str, Any]) -> str:
 
 
 def _decode_cursor(cursor: str, filters: dict[str, Any]) -> int:
-    from llm_wiki.errors import InvalidInput
-
     try:
         padded = cursor + "=" * (-len(cursor) % 4)
         data = json.loads(base64.urlsafe_b64decode(padded.encode()))
