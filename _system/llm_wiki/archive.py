@@ -44,6 +44,7 @@ import zstandard
 
 from llm_wiki import clock, store
 from llm_wiki.errors import InvalidInput, WikiError
+from llm_wiki.files import crashpoint, fsync_dir
 from llm_wiki.wiki import Wiki
 
 LEVEL = 19  # fixed: part of what makes the bytes deterministic
@@ -380,7 +381,7 @@ def _retire(
                         for i in archived
                     ),
                 )
-                store.crashpoint("archive-after-log")
+                crashpoint("archive-after-log")
             done: list[tuple[str, str, str, str | None]] = [
                 (p.rel, p.id, name, at) for p, name, at in finished
             ]
@@ -389,7 +390,7 @@ def _retire(
                 with contextlib.suppress(FileNotFoundError):
                     os.unlink(wiki.root / rel)
                 if count == 0:
-                    store.crashpoint("archive-between-removals")
+                    crashpoint("archive-between-removals")
             _prune_dirs(wiki, (rel for rel, *_ in done))
             catalog.record_archived([(i, name, at) for _, i, name, at in done])
         finally:
@@ -510,7 +511,7 @@ def _build(wiki: Wiki, due: list[_Item], month: str) -> _Built:
                 "and run `llm-wiki archive` again."
             )
         name = f"archive/{month}-{writer.sha.hexdigest()[:12]}.tar.zst"
-        store.crashpoint("archive-before-rename")
+        crashpoint("archive-before-rename")
         os.chmod(tmp, 0o444)
         wiki.archive_dir.mkdir(exist_ok=True)
         try:
@@ -521,8 +522,8 @@ def _build(wiki: Wiki, due: list[_Item], month: str) -> _Built:
                     f"{name} exists with other contents; move it aside and run `llm-wiki "
                     "archive` again."
                 ) from None
-        store.fsync_dir(wiki.archive_dir)
-        store.crashpoint("archive-after-rename")
+        fsync_dir(wiki.archive_dir)
+        crashpoint("archive-after-rename")
         return _Built(name, located, writer.size, entry_bytes, tuple(tampered))
     except OSError as exc:
         raise WikiError(

@@ -36,6 +36,7 @@ from llm_wiki.citations import CitationProblem, Evidence, Statement, check_state
 from llm_wiki.consolidate import FailureRecord, failure_records
 from llm_wiki.entries import GENERATED_ORIGINS, Alternative
 from llm_wiki.errors import BackendFailed, InvalidInput
+from llm_wiki.files import atomic_write
 from llm_wiki.stats import entry_stats, llm_usage
 from llm_wiki.wiki import Wiki
 
@@ -509,5 +510,5 @@ def save_briefings(
 def _save(wiki: Wiki, rel: Path, scope: str | None, briefing: Briefing) -> Saved:
     path = wiki.root / rel
     path.parent.mkdir(parents=True, exist_ok=True)
-    store.atomic_write(path, briefing.markdown())
+    atomic_write(path, briefing.markdown())
     return Saved(rel.as_posix(), scope, briefing)

@@ -35,6 +35,7 @@ from llm_wiki.entries import (
     parse_entry,
 )
 from llm_wiki.errors import InvalidInput, WikiError
+from llm_wiki.files import atomic_write
 from llm_wiki.wiki import Wiki
 
 CATALOG_VERSION = "6"
@@ -995,7 +996,7 @@ class Catalog:
             except FileNotFoundError:
                 same = False
             if not same:
-                store.atomic_write(path, data)
+                atomic_write(path, data)
                 written.append(rel)
             st = path.stat()
             seen.append((rel, st.st_size, st.st_mtime_ns))

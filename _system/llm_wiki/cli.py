@@ -1253,7 +1253,7 @@ def wiki_brief(
         else:
             from pathlib import Path
 
-            from llm_wiki.store import atomic_write
+            from llm_wiki.files import atomic_write
 
             atomic_write(Path(out).expanduser(), text)
             click.echo(f"Wrote {out}", err=True)

@@ -62,6 +62,7 @@ from llm_wiki.citations import (
 )
 from llm_wiki.entries import Entry, check_entry, slugify
 from llm_wiki.errors import BackendFailed, BackendUnavailable, InvalidInput, WikiError
+from llm_wiki.files import atomic_write
 from llm_wiki.prompts import json_object, render_prompt
 from llm_wiki.reads import read_entry
 from llm_wiki.wiki import Wiki
@@ -1052,7 +1053,7 @@ class _ChunkCache:
 
     def _save(self) -> None:
         data = json.dumps({"format": FORMAT, "chunks": self.chunks}, ensure_ascii=False)
-        store.atomic_write(self.path, data)
+        atomic_write(self.path, data)
         self._unsaved = False
 
 

@@ -53,6 +53,7 @@ from llm_wiki.catalog import Catalog, Row, read_catalog
 from llm_wiki.citations import CitationProblem, Evidence, check_facts, check_quote, fold
 from llm_wiki.entries import NAME_RE, Entry, check_entry, decode_text, entry_from_mapping, slugify
 from llm_wiki.errors import BackendFailed, BackendUnavailable, InvalidInput, WikiError
+from llm_wiki.files import create_no_clobber
 from llm_wiki.prompts import json_object, render_prompt
 from llm_wiki.wiki import Wiki
 
@@ -842,7 +843,7 @@ def _store_raw(wiki: Wiki, data: bytes, sha: str, raw: str) -> None:
             )
         return
     try:
-        created = store.create_no_clobber(path, data, wiki.state_dir / "tmp")
+        created = create_no_clobber(path, data, wiki.state_dir / "tmp")
     except OSError as exc:
         raise WikiError(
             f"cannot store {raw}: {exc.strerror}; check the wiki's permissions."

@@ -33,8 +33,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from llm_wiki import store
 from llm_wiki.errors import InvalidInput, WikiError
+from llm_wiki.files import atomic_write
 
 PLATFORMS = ("launchd", "systemd")
 LABEL = "com.llm-wiki"  # launchd labels: com.llm-wiki.<job>
@@ -236,7 +236,7 @@ def write_rendered(files: list[Rendered], folder: Path) -> list[Path]:
     paths = []
     for item in files:
         path = folder / item.name
-        store.atomic_write(path, item.text)
+        atomic_write(path, item.text)
         paths.append(path)
     return paths
 
@@ -326,7 +326,7 @@ def ensure_env_file(path: Path) -> tuple[bool, list[str]]:
             ]
         return False, []
     path.parent.mkdir(parents=True, exist_ok=True)
-    store.atomic_write(path, render_template(ENV_TEMPLATE), mode=0o600)
+    atomic_write(path, render_template(ENV_TEMPLATE), mode=0o600)
     return True, []
 
 

@@ -17,9 +17,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from llm_wiki import store
 from llm_wiki.entries import load_yaml, split_frontmatter
 from llm_wiki.errors import InvalidInput, WikiError
+from llm_wiki.files import atomic_write
 
 SKILLS = Path(__file__).parent / "skills"
 FIELDS = ("name", "description", "license", "compatibility", "metadata", "allowed-tools")
@@ -120,7 +120,7 @@ def install_skills(dest: Path | None = None) -> InstalledSkills:
         for src in sorted(p for p in skill.rglob("*") if p.is_file()):
             target = folder / skill.name / src.relative_to(skill)
             target.parent.mkdir(parents=True, exist_ok=True)
-            store.atomic_write(target, src.read_bytes())
+            atomic_write(target, src.read_bytes())
             shutil.copymode(src, target)
             files.append(str(target))
     return InstalledSkills(str(folder), tuple(s.name for s in dirs), tuple(files))

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import marshal
 import os
@@ -12,6 +13,7 @@ from typing import Any
 
 from llm_wiki.entries import Schema, decode_text, load_yaml, schema_data, schema_from_data
 from llm_wiki.errors import InvalidInput, WikiError
+from llm_wiki.files import atomic_write
 
 ENV_DIR = "LLM_WIKI_DIR"
 TEMPLATES = Path(__file__).parent / "templates"
@@ -119,12 +121,8 @@ class Wiki:
             blob = marshal.dumps(stored)
         except ValueError:
             return value
-        try:
-            from llm_wiki.store import atomic_write
-
+        with contextlib.suppress(OSError):  # a cache; the next run parses again
             atomic_write(self.state_path("config.cache"), blob)
-        except OSError:
-            pass  # a cache; the next run parses again
         return value
 
 
