@@ -147,8 +147,8 @@ class Soak:
     def write_day(self, index: int, day: dt.date) -> None:
         from llm_wiki.access import Viewer
         from llm_wiki.entries import draft
-        from llm_wiki.store import write_entry
         from llm_wiki.wiki import Wiki
+        from llm_wiki.write import write_entry
 
         wiki = Wiki(self.wiki_path)
         for n in range(self.per_day):

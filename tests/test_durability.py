@@ -16,7 +16,7 @@ WRITER = textwrap.dedent(
     from llm_wiki.wiki import Wiki
     from llm_wiki.access import Viewer
     from llm_wiki.entries import draft
-    from llm_wiki.store import write_entry
+    from llm_wiki.write import write_entry
 
     wiki, worker = Wiki(sys.argv[1]), sys.argv[2]
     for i in range(int(sys.argv[3])):

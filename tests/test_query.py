@@ -360,8 +360,8 @@ def test_property_replaced_decisions_never_rank_above_replacements(tmp_path_fact
     from llm_wiki.catalog import read_catalog
     from llm_wiki.entries import draft
     from llm_wiki.retrieve import Ranker, parse_question
-    from llm_wiki.store import write_entry
     from llm_wiki.wiki import Wiki, init_wiki
+    from llm_wiki.write import write_entry
 
     entry_spec = st.tuples(
         st.lists(st.sampled_from(WORDS), min_size=1, max_size=4), st.integers(0, 10)

@@ -681,7 +681,7 @@ def import_adr(
     ``scope`` (default: settings.yaml ``default_scope``), which the reader must be allowed to
     write: a refused import writes nothing."""
     from llm_wiki.access import require_write
-    from llm_wiki.store import write_entry
+    from llm_wiki.write import write_entry
 
     folder = Path(folder)
     domain = domain or slugify(folder.resolve().name, 63).strip("-") or "adr"

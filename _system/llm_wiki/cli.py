@@ -295,7 +295,7 @@ def entry_write(
         llm-wiki write --from entry.md --json
     """
     from llm_wiki.entries import draft, load_draft
-    from llm_wiki.store import write_entry
+    from llm_wiki.write import write_entry
 
     if body is not None and body_file is not None:
         raise InvalidInput("give --body or --body-file, not both.")

@@ -16,7 +16,7 @@ budget (``--max-calls``, ``--max-tokens``):
   cite entries. :mod:`llm_wiki.citations` checks it, failing closed; one repair attempt gets the
   reasons; a second failure is recorded in ``synthesis-failures.md`` and the domain stays out of
   date (the previous synthesis stays current);
-- a passing synthesis is written through :func:`store.write_entry` as ``type: synthesis``,
+- a passing synthesis is written through :func:`write.write_entry` as ``type: synthesis``,
   ``origin: consolidated``, citing its sources and superseding the previous synthesis.
 
 Chunking. Entries are taken in (date, id) order; a chunk ends after an entry whose id hash, read
@@ -66,6 +66,7 @@ from llm_wiki.files import atomic_write
 from llm_wiki.prompts import json_object, render_prompt
 from llm_wiki.reads import read_entry
 from llm_wiki.wiki import Wiki
+from llm_wiki.write import write_entry
 
 FORMAT = "1"  # part of every chunk fingerprint: bump when a chunk's notes would mean otherwise
 FINGERPRINT_FIELD = "input_fingerprint"
@@ -490,7 +491,7 @@ class _Run:
             return self._skip(state, reply.skip, tally, why)
         entry = self._entry(work, reply)
         try:
-            result = store.write_entry(self.wiki, entry, viewer=self.viewer)
+            result = write_entry(self.wiki, entry, viewer=self.viewer)
         except WikiError as exc:  # e.g. its previous synthesis vanished meanwhile
             problem = CitationProblem("invalid-entry", "", exc.message)
             return self._failed(state, (problem,), tally=tally, attempts=1)

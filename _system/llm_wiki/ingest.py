@@ -25,7 +25,7 @@ The flow (:func:`ingest`):
    schema.md. Alternatives are kept as the source gives them, never invented.
 5. **Store.** All calls are made before anything is stored. Then the raw file
    ``raw/<sha256>.<ext>`` (mode 0444, created no-clobber), each entry through
-   :func:`store.write_entry` (``origin: ingested``, ``sources`` = its cited lines, the quotes in
+   :func:`write.write_entry` (``origin: ingested``, ``sources`` = its cited lines, the quotes in
    its body), and last the ``ingest`` line. A later proposal that supersedes an entry an earlier
    one of the same run already replaced supersedes that newer entry instead.
 
@@ -56,6 +56,7 @@ from llm_wiki.errors import BackendFailed, BackendUnavailable, InvalidInput, Wik
 from llm_wiki.files import create_no_clobber
 from llm_wiki.prompts import json_object, render_prompt
 from llm_wiki.wiki import Wiki
+from llm_wiki.write import write_entry
 
 KINDS = ("conversation", "document")
 OP = "ingest"
@@ -747,10 +748,10 @@ def _ingest(
         chained = tuple(dict.fromkeys(_newest(replaced, old) for old in entry.supersedes))
         try:
             if dry_run:  # the chained ids do not exist yet; check the entry as proposed
-                result = store.write_entry(wiki, entry, viewer=viewer, dry_run=True)
+                result = write_entry(wiki, entry, viewer=viewer, dry_run=True)
             else:
                 entry = dataclasses.replace(entry, supersedes=chained)
-                result = store.write_entry(wiki, entry, viewer=viewer)
+                result = write_entry(wiki, entry, viewer=viewer)
         except WikiError as exc:
             problem = CitationProblem("write", entry.summary, exc.message)
             rejected.append(Rejected(entry.summary, ok.part, (problem,)))

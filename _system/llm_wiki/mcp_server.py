@@ -187,7 +187,7 @@ def build_server(wiki: Wiki, viewer: Viewer) -> Any:
         ] = False,
     ) -> dict[str, Any]:
         from llm_wiki.entries import draft
-        from llm_wiki.store import write_entry
+        from llm_wiki.write import write_entry
 
         entry = draft(
             {"alternatives_considered": [a.model_dump() for a in alternatives]},

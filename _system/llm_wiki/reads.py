@@ -6,7 +6,6 @@ import dataclasses
 from dataclasses import dataclass
 from typing import Any
 
-from llm_wiki import store
 from llm_wiki.access import Viewer
 from llm_wiki.catalog import Row, read_catalog
 from llm_wiki.entries import Entry, decode_text, parse_entry, valid_date
@@ -41,10 +40,22 @@ def show_entry(wiki: Wiki, entry_id: str, viewer: Viewer) -> Shown:
     return Shown(row, *read_entry(wiki, row))
 
 
+def read_entry_bytes(
+    wiki: Wiki, rel: str, archive: str | None = None, at: str | None = None
+) -> bytes:
+    """The bytes of one entry, from entries/ or (when ``archive`` is set) its archive file
+    (``at``: its locator there, from the catalog)."""
+    if archive:
+        from llm_wiki.archive import read_member
+
+        return read_member(wiki, archive, rel, at)
+    return (wiki.root / rel).read_bytes()
+
+
 def read_entry(wiki: Wiki, row: Row) -> tuple[Entry, str]:
     """The entry a catalog row points at, from entries/ or its archive."""
     try:
-        data = store.read_entry_bytes(wiki, row.path, row.archive, row.archive_at)
+        data = read_entry_bytes(wiki, row.path, row.archive, row.archive_at)
     except FileNotFoundError:
         with read_catalog(wiki) as catalog:  # archived since the row was read?
             moved = catalog.get(row.id, Viewer.everyone())
@@ -52,7 +63,7 @@ def read_entry(wiki: Wiki, row: Row) -> tuple[Entry, str]:
             raise NotFound(
                 f"{row.path} is listed but missing; run `llm-wiki verify`, then `llm-wiki index`."
             ) from None
-        data = store.read_entry_bytes(wiki, moved.path, moved.archive, moved.archive_at)
+        data = read_entry_bytes(wiki, moved.path, moved.archive, moved.archive_at)
     try:
         text = decode_text(data, row.path)
         return parse_entry(text, what=row.path), text

@@ -911,7 +911,7 @@ def _file_back(wiki: Wiki, viewer: Viewer, answer: Answer, opened: Sequence[Any]
     and its numbers, dates and quotes occur in what it cites."""
     from llm_wiki.entries import Entry
     from llm_wiki.errors import WikiError
-    from llm_wiki.store import write_entry
+    from llm_wiki.write import write_entry
 
     cited = [c.source.row for c in answer.cited if c.source is not None]
     scopes = {s.row.scope for s in answer.opened}

@@ -1,39 +1,27 @@
-"""Append-only storage: entry files, log.md, locks (the file primitives are in ``files``).
+"""The wiki's files on disk: listing entry files and archives, locks, and log.md.
 
-An entry file is created once (temp file, fsync, mode 0444, ``os.link`` — which never replaces an
-existing file), then one line recording its sha256 is appended to log.md. Nothing here ever
-rewrites or removes an entry; the archiver (``archive``) is the only code that retires files,
-after it has verified their copies.
+Entries are written once (see ``write``, through ``files.create_no_clobber``) and each write
+appends one line recording the entry's sha256 to log.md, the append-only record that the catalog
+follows and ``verify`` checks. Nothing here rewrites or removes an entry; the archiver
+(``archive``) is the only code that retires files, after it has verified their copies.
 """
 
 from __future__ import annotations
 
 import contextlib
-import dataclasses
 import errno
 import fcntl
 import json
 import os
 import re
 from collections.abc import Iterator
-from dataclasses import dataclass
 from pathlib import Path
 from typing import NamedTuple
 
 from llm_wiki import clock
-from llm_wiki.access import Viewer, require_write
-from llm_wiki.entries import (
-    ID_RE,
-    Entry,
-    candidate_ids,
-    check_id,
-    dump_entry,
-    entry_from_mapping,
-    require_valid,
-    sha256_hex,
-)
-from llm_wiki.errors import InvalidInput, WikiError
-from llm_wiki.files import CRASH_ENV, crashpoint, create_no_clobber
+from llm_wiki.entries import sha256_hex
+from llm_wiki.errors import WikiError
+from llm_wiki.files import CRASH_ENV, crashpoint
 from llm_wiki.wiki import Wiki
 
 
@@ -187,167 +175,3 @@ def log_op(wiki: Wiki, op: str, subject: str = "", **fields: object) -> None:
     """Record one operation in log.md (taking the write lock)."""
     with locked(wiki):
         append_log(wiki, format_log_line(op, subject, **fields))
-
-
-# --------------------------------------------------------------------------- writing entries
-
-
-@dataclass(frozen=True)
-class WriteResult:
-    id: str
-    path: str
-    sha256: str
-    created: bool  # False: identical content was already recorded under this id
-    text: str = ""
-
-    def to_dict(self) -> dict[str, object]:
-        return {"id": self.id, "path": self.path, "sha256": self.sha256, "created": self.created}
-
-
-_SOURCE_RAW_RE = re.compile(r"^raw/[0-9a-f]{64}(?:\.[A-Za-z0-9]+)?(?:#L\d+(?:-L\d+)?)?\Z")
-_SOURCE_KIND_RE = re.compile(r"^[a-z][a-z0-9_-]*:\S.*\Z")
-
-
-def write_entry(
-    wiki: Wiki,
-    entry: Entry,
-    *,
-    viewer: Viewer,
-    explicit_id: str | None = None,
-    dry_run: bool = False,
-) -> WriteResult:
-    """Validate ``entry`` (its id is ignored) and record it. Nothing is written on any error."""
-    from llm_wiki.catalog import open_catalog, read_catalog
-
-    # Callers build entries many ways (flags, MCP, LLM proposals, importers); the catalog row is
-    # made from this object, so it must be exactly what the file will parse back to.
-    entry = entry_from_mapping(entry.to_dict())
-    if not entry.date:
-        entry = dataclasses.replace(entry, date=clock.today().isoformat())
-    if not entry.scope:
-        entry = dataclasses.replace(entry, scope=wiki.settings.default_scope)
-    if explicit_id is not None:
-        check_id(explicit_id)
-        entry = dataclasses.replace(entry, id=explicit_id)
-    else:
-        entry = dataclasses.replace(entry, id="")
-    require_valid(entry, wiki.schema)
-    require_write(viewer, entry.scope)
-    _check_sources_shape(entry)
-
-    if dry_run:
-        final = dataclasses.replace(entry, id=explicit_id or next(candidate_ids(entry)))
-        text = dump_entry(final)
-        with read_catalog(wiki) as catalog:
-            _check_references(catalog, entry)
-        return WriteResult(final.id, final.relpath, sha256_bytes(text.encode()), True, text)
-
-    _ensure_writable(wiki)
-    with locked(wiki):
-        catalog = open_catalog(wiki)
-        try:
-            _check_references(catalog, entry)
-            ids = [explicit_id] if explicit_id else candidate_ids(entry)
-            for candidate in ids:
-                final = dataclasses.replace(entry, id=candidate)
-                text = dump_entry(final)
-                data = text.encode()
-                sha = sha256_bytes(data)
-                rel = final.relpath
-                known = catalog.sha_of(candidate)
-                if known is not None or (wiki.root / rel).exists():
-                    if explicit_id:
-                        raise _taken(candidate)
-                    if known == sha or (known is None and _same_bytes(wiki.root / rel, data)):
-                        if known is None:  # a write that died before its log line: finish it
-                            _record(wiki, catalog, final, rel, sha)
-                        return WriteResult(candidate, rel, sha, False, text)
-                    continue
-                if not create_no_clobber(wiki.root / rel, data, wiki.state_dir / "tmp"):
-                    if explicit_id:
-                        raise _taken(candidate)
-                    continue
-                _record(wiki, catalog, final, rel, sha)
-                return WriteResult(candidate, rel, sha, True, text)
-            raise WikiError("could not mint a free id; this should not happen, please report it.")
-        finally:
-            catalog.close()
-
-
-def _taken(entry_id: str) -> InvalidInput:
-    """The one message for an explicit id already in use, whichever scope holds it."""
-    return InvalidInput(
-        f"id {entry_id!r} is already taken; choose another --id, or omit --id to mint one."
-    )
-
-
-def _record(wiki: Wiki, catalog: object, entry: Entry, rel: str, sha: str) -> None:
-    append_log(
-        wiki,
-        format_log_line("write", entry.id, sha256=sha, scope=entry.scope, path=rel),
-    )
-    catalog.add_written(entry, rel, sha)  # type: ignore[attr-defined]
-
-
-def _same_bytes(path: Path, data: bytes) -> bool:
-    try:
-        return path.read_bytes() == data
-    except OSError:
-        return False
-
-
-def _check_sources_shape(entry: Entry) -> None:
-    for source in entry.sources:
-        if ID_RE.match(source) or _SOURCE_RAW_RE.match(source) or _SOURCE_KIND_RE.match(source):
-            continue
-        raise InvalidInput(
-            f"source {source!r} is not an entry id, raw/<sha256>.<ext>#L<a>-L<b>, or kind:name "
-            "(e.g. adr:001-use-postgres.md); fix --source."
-        )
-
-
-def _check_references(catalog: object, entry: Entry) -> None:
-    """supersedes (and entry-id sources) must name existing entries of the entry's own scope.
-
-    An entry outside the writer's scope reads exactly like one that does not exist.
-    """
-    scope_of = catalog.scope_of  # type: ignore[attr-defined]
-    for old in entry.supersedes:  # an entry superseding itself: require_valid refused it
-        if scope_of(old) != entry.scope:
-            raise InvalidInput(
-                f"supersedes {old!r}: no such entry in scope {entry.scope!r}; check the id with "
-                "`llm-wiki list`."
-            )
-    for source in entry.sources:
-        if ":" in source or source.startswith("raw/"):
-            continue
-        if scope_of(source) != entry.scope:
-            raise InvalidInput(
-                f"source {source!r}: no such entry in scope {entry.scope!r}; check the id with "
-                "`llm-wiki list`."
-            )
-
-
-def _ensure_writable(wiki: Wiki) -> None:
-    for path in (wiki.root, wiki.entries_dir):
-        if not os.access(path, os.W_OK):
-            raise WikiError(
-                f"cannot write to {path}: permission denied; fix its permissions or pass "
-                "--wiki with a writable wiki."
-            )
-    if wiki.log_path.exists() and not os.access(wiki.log_path, os.W_OK):
-        raise WikiError(
-            f"cannot append to {wiki.log_path}: permission denied; fix its permissions."
-        )
-
-
-def read_entry_bytes(
-    wiki: Wiki, rel: str, archive: str | None = None, at: str | None = None
-) -> bytes:
-    """The bytes of one entry, from entries/ or (when ``archive`` is set) its archive file
-    (``at``: its locator there, from the catalog)."""
-    if archive:
-        from llm_wiki.archive import read_member
-
-        return read_member(wiki, archive, rel, at)
-    return (wiki.root / rel).read_bytes()

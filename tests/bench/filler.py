@@ -8,7 +8,7 @@ lexically rather than being noise a ranker can ignore. About 5% of decisions sup
 earlier decision on the same topic; some entries carry aliases and questions.
 
 Big wikis are built fast: entry files and log.md lines are written directly (the same bytes
-``store.write_entry`` would write), then ``rebuild_index`` builds the catalog once. Built
+``write.write_entry`` would write), then ``rebuild_index`` builds the catalog once. Built
 wikis are cached under ``$LLM_WIKI_BENCH_CACHE`` (default ``/tmp/llm-wiki-bench-wt3``), keyed by
 everything that shapes them.
 """

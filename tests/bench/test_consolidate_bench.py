@@ -32,6 +32,7 @@ from llm_wiki.catalog import rebuild_index
 from llm_wiki.consolidate import consolidate, entry_block, make_chunks
 from llm_wiki.entries import Alternative, Entry, candidate_ids, dump_entry
 from llm_wiki.wiki import Wiki, init_wiki
+from llm_wiki.write import write_entry
 
 N_ENTRIES = 10_000
 DOMAINS = [
@@ -132,7 +133,7 @@ def add_entry(wiki: Wiki, domain: str, **kw) -> str:
         "", "incident", kw.pop("date", "2026-05-02"), f"New {domain} incident: queue lag of 42 "
         "minutes", domain, tags=(f"{domain}-reliability",), body="Lag peaked at 42 minutes.", **kw,
     )  # fmt: skip
-    return store.write_entry(wiki, entry, viewer=Viewer.everyone()).id
+    return write_entry(wiki, entry, viewer=Viewer.everyone()).id
 
 
 def domain_blocks(wiki: Wiki, domain: str) -> tuple[list[str], dict[str, str]]:

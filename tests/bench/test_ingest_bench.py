@@ -99,8 +99,8 @@ def test_related_lines_cost_at_scale(size, tmp_path_factory):
     from llm_wiki.entries import draft
     from llm_wiki.ingest import related_rows
     from llm_wiki.retrieve import Ranker, parse_question
-    from llm_wiki.store import write_entry
     from llm_wiki.wiki import Wiki
+    from llm_wiki.write import write_entry
 
     root = tmp_path_factory.mktemp("ingest") / "wiki"
     shutil.copytree(build_wiki(size), root, ignore=shutil.ignore_patterns(".built"))
