@@ -122,7 +122,7 @@ def test_archive_opens_with_zstd_and_tar_and_has_deterministic_bytes(
 
 
 def test_each_entry_is_read_from_its_own_frame(cli, wiki_path, monkeypatch, tmp_path):
-    from llm_wiki import archive
+    from llm_wiki import archive_file as archive
     from llm_wiki.catalog import read_catalog
     from llm_wiki.wiki import Wiki
 
@@ -349,7 +349,7 @@ def test_wiki_archive_job_under_dash_and_env_i(cli, wiki_path, monkeypatch):
 
 
 def test_an_archive_copy_that_differs_from_log_md_is_reported(cli, wiki_path, monkeypatch):
-    from llm_wiki import archive
+    from llm_wiki import archive_file as archive
 
     old, _ = pair(cli, monkeypatch, "2026-01-05", "2026-01-10", "Use Postgres for the ledger")
     monkeypatch.setenv("LLM_WIKI_NOW", "2026-05-02")
@@ -359,7 +359,7 @@ def test_an_archive_copy_that_differs_from_log_md_is_reported(cli, wiki_path, mo
     path = wiki_path / name
     path.chmod(0o644)
     with open(path, "wb") as fh:  # a well-formed archive whose copy was edited
-        writer = archive._Writer(fh)
+        writer = archive.Writer(fh)
         writer.add(rel, data.replace(b"Use Postgres", b"Use Oracle"), "2026-01-05")
         writer.finish()
     findings = cli.json("verify", code=1)["findings"]
@@ -374,7 +374,7 @@ def test_a_synced_archive_member_cannot_name_a_file_outside_the_wiki(cli, wiki_p
     removing <wiki>/../x.md: any .md file next to the wiki (or further up) could be deleted."""
     import hashlib
 
-    from llm_wiki.archive import _Writer
+    from llm_wiki.archive_file import Writer as _Writer
 
     victim = tmp_path / "notes.md"
     victim.write_text("my own notes, not the wiki's\n")

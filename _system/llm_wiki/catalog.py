@@ -807,9 +807,9 @@ class Catalog:
         first archive by name. Raises _NeedsScan when only a scan can tell where an entry is."""
         if not archived:
             return set()
-        from llm_wiki import archive as archives  # tarfile + zstandard: only when needed
+        from llm_wiki import archive_file  # deferred: tarfile + zstandard, only for archives
 
-        on_disk = archive_names(self.wiki)
+        on_disk = store.archive_names(self.wiki)
         located: dict[str, dict[str, str | None]] = {}
         ids = []
         for entry_id, name, at in archived:
@@ -824,7 +824,7 @@ class Catalog:
             if at is None:
                 if name not in located:
                     try:
-                        located[name] = archives.locate(self.wiki, name)
+                        located[name] = archive_file.locate(self.wiki, name)
                     except WikiError:
                         raise _NeedsScan from None
                 if path not in located[name]:
@@ -846,7 +846,7 @@ class Catalog:
         )
         loose, pending, missing, signatures, had_rows = self._scan_loose()
         changed: list[Parsed] = []  # from archives; loose files are parsed below, as needed
-        on_disk = archive_names(self.wiki)
+        on_disk = store.archive_names(self.wiki)
         held = {  # path -> the archive the catalog reads it from
             path: archive
             for path, archive in archived.items()
@@ -1194,23 +1194,16 @@ class _NeedsScan(Exception):
     """Following log.md cannot settle where an entry is; a scan of the files can."""
 
 
-def archive_names(wiki: Wiki) -> set[str]:
-    """``archive/*.tar.zst`` as paths relative to the root."""
-    if not wiki.archive_dir.is_dir():
-        return set()
-    return {f"archive/{p.name}" for p in wiki.archive_dir.glob("*.tar.zst")}
-
-
 def _iter_archived(wiki: Wiki, names: Iterable[str]) -> Iterator[Parsed]:
     """Entries held in the named archives, first copy of each path wins (sorted by name)."""
     names = sorted(names)
     if not names:
         return
-    from llm_wiki import archive
+    from llm_wiki import archive_file  # deferred: tarfile + zstandard, only for archives
 
     for name in names:
         try:
-            for member in archive.iter_members(wiki, name):
+            for member in archive_file.iter_members(wiki, name):
                 data = member.data
                 yield parse_file(member.rel, data, 0, len(data), name, member.at)
         except WikiError as exc:  # the rest of it is absent; `verify` names the archive
@@ -1388,7 +1381,7 @@ def check_index(wiki: Wiki) -> IndexResult:
             for rel, mtime, size in loose:
                 parsed += 1
                 yield parse_file(rel, (wiki.root / rel).read_bytes(), mtime, size)
-            for item in _iter_archived(wiki, archive_names(wiki)):
+            for item in _iter_archived(wiki, store.archive_names(wiki)):
                 if item.path not in seen or item.path == item.archive:
                     seen.add(item.path)
                     parsed += 1

@@ -46,7 +46,7 @@ def read_entry_bytes(
     """The bytes of one entry, from entries/ or (when ``archive`` is set) its archive file
     (``at``: its locator there, from the catalog)."""
     if archive:
-        from llm_wiki.archive import read_member
+        from llm_wiki.archive_file import read_member  # deferred: tarfile + zstandard
 
         return read_member(wiki, archive, rel, at)
     return (wiki.root / rel).read_bytes()

@@ -60,6 +60,13 @@ def _sorted_dirs(path: Path | str) -> list[tuple[str, str]]:
         return []
 
 
+def archive_names(wiki: Wiki) -> set[str]:
+    """``archive/*.tar.zst`` as paths relative to the root."""
+    if not wiki.archive_dir.is_dir():
+        return set()
+    return {f"archive/{p.name}" for p in wiki.archive_dir.glob("*.tar.zst")}
+
+
 # --------------------------------------------------------------------------- locks
 
 

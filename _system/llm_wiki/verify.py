@@ -8,7 +8,6 @@ from typing import Any
 
 from llm_wiki import store
 from llm_wiki.access import Viewer
-from llm_wiki.catalog import archive_names
 from llm_wiki.entries import decode_text, parse_entry
 from llm_wiki.errors import InvalidInput, WikiError
 from llm_wiki.wiki import Wiki
@@ -94,8 +93,8 @@ def verify(wiki: Wiki, viewer: Viewer) -> VerifyResult:
             findings.append(Finding("unlogged", entry_id, rel, KINDS["unlogged"]))
         elif record.sha != sha:
             findings.append(Finding("edited", entry_id, rel, KINDS["edited"]))
-    for name in sorted(archive_names(wiki)):
-        from llm_wiki.archive import iter_members
+    for name in sorted(store.archive_names(wiki)):
+        from llm_wiki.archive_file import iter_members  # deferred: tarfile + zstandard
 
         try:  # streamed: what precedes a break is checked, what follows it is missing
             for rel, data, _ in iter_members(wiki, name):

@@ -196,7 +196,7 @@ def test_show_archived_entry_at_10k_archived(big):
     for _ in range(50):
         read_entry(wiki, row)
     one_read = (time.perf_counter() - start) / 50
-    from llm_wiki.archive import read_member
+    from llm_wiki.archive_file import read_member
 
     start = time.perf_counter()
     read_member(wiki, row.archive, row.path)  # no locator: the archive is read through
