@@ -149,7 +149,7 @@ def _retire(
     finished: list[tuple[_Item, str, str | None]],
 ) -> None:
     """Log the new archive's entries, then remove the originals and update the catalog."""
-    from llm_wiki.catalog import open_catalog
+    from llm_wiki.catalog import open_catalog, record_archived
 
     with store.locked(wiki):
         catalog = open_catalog(wiki)
@@ -173,7 +173,7 @@ def _retire(
                 if count == 0:
                     crashpoint("archive-between-removals")
             _prune_dirs(wiki, (rel for rel, *_ in done))
-            catalog.record_archived([(i, name, at) for _, i, name, at in done])
+            record_archived(catalog, [(i, name, at) for _, i, name, at in done])
         finally:
             catalog.close()
 

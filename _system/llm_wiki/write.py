@@ -17,7 +17,7 @@ from pathlib import Path
 
 from llm_wiki import clock, store
 from llm_wiki.access import Viewer, require_write
-from llm_wiki.catalog import Catalog, open_catalog, read_catalog
+from llm_wiki.catalog import Catalog, add_written, open_catalog, read_catalog
 from llm_wiki.entries import (
     ID_RE,
     Entry,
@@ -124,7 +124,7 @@ def _record(wiki: Wiki, catalog: Catalog, entry: Entry, rel: str, sha: str) -> N
         wiki,
         store.format_log_line("write", entry.id, sha256=sha, scope=entry.scope, path=rel),
     )
-    catalog.add_written(entry, rel, sha)
+    add_written(catalog, entry, rel, sha)
 
 
 def _same_bytes(path: Path, data: bytes) -> bool:

@@ -1,0 +1,236 @@
+"""The derived catalog (SQLite + FTS5 under .llm-wiki/) and the INDEX.md / index/ files.
+
+Markdown entries are the truth; everything here is a view that rebuilds from them. Three parts:
+
+- :mod:`.db`: the schema, :class:`Row`, and :class:`Catalog`, the queries each run for a viewer;
+- :mod:`.refresh`: keeping the catalog in step with log.md and the files;
+- :mod:`.index_md`: rendering INDEX.md and index/<domain>.md.
+
+This module opens the catalog (:func:`open_catalog`, :func:`read_catalog`) and runs ``llm-wiki
+index`` (:func:`rebuild_index`) and ``llm-wiki index --check`` (:func:`check_index`); it
+re-exports the names the rest of the package uses, so ``from llm_wiki.catalog import …`` is the
+one way in.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import itertools
+import os
+import sqlite3
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from llm_wiki import store
+from llm_wiki.access import Viewer
+from llm_wiki.catalog.db import CATALOG_VERSION, Catalog, Row, create_db, render_line
+from llm_wiki.catalog.index_md import expected_files, stale_index_files
+from llm_wiki.catalog.refresh import (
+    Parsed,
+    add_written,
+    bulk_load,
+    is_fresh,
+    iter_archived,
+    parse_file,
+    record_archived,
+    refresh,
+    scan,
+)
+from llm_wiki.errors import WikiError
+from llm_wiki.wiki import Wiki
+
+__all__ = [
+    "CATALOG_VERSION",
+    "Catalog",
+    "IndexResult",
+    "Row",
+    "add_written",
+    "check_index",
+    "open_catalog",
+    "read_catalog",
+    "rebuild_index",
+    "record_archived",
+    "render_line",
+]
+
+
+def _connect_current(path: Path) -> sqlite3.Connection | None:
+    """The catalog at ``path`` if it exists and was built by this version of the code."""
+    if not path.exists():
+        return None
+    db = sqlite3.connect(str(path), timeout=60)
+    try:
+        got = db.execute("SELECT value FROM meta WHERE key='version'").fetchone()
+    except sqlite3.DatabaseError:
+        got = None
+    if got and got[0] == CATALOG_VERSION:
+        db.execute("PRAGMA synchronous=NORMAL")  # WAL mode is kept in the file itself
+        return db
+    db.close()
+    return None
+
+
+def _catalog_path(wiki: Wiki) -> Path:
+    return wiki.state_path("catalog.sqlite3")
+
+
+def open_catalog(wiki: Wiki, *, lock_held: bool = True) -> Catalog:
+    """Open the catalog, up to date.
+
+    Writers call this with the write lock held (the default). Readers pass ``lock_held=False``:
+    the lock is taken only if the catalog must change (stale, missing, or from another version).
+    A catalog is only ever dropped or rebuilt under the lock.
+    """
+    path = _catalog_path(wiki)
+    try:
+        db = _connect_current(path)
+        if db is not None:
+            catalog = Catalog(wiki, db)
+            if not lock_held and is_fresh(catalog):
+                return catalog
+            if lock_held:
+                refresh(catalog)
+                return catalog
+            catalog.close()
+        with contextlib.nullcontext() if lock_held else store.locked(wiki):
+            db = _connect_current(path)
+            if db is None:
+                _drop_catalog(wiki)
+                db = create_db(path)
+            catalog = Catalog(wiki, db)
+            refresh(catalog)
+            return catalog
+    except sqlite3.DatabaseError:
+        # a damaged cache: drop it and build it again
+        with contextlib.nullcontext() if lock_held else store.locked(wiki):
+            _drop_catalog(wiki)
+            catalog = Catalog(wiki, create_db(path))
+            refresh(catalog)
+            return catalog
+    except OSError as exc:
+        raise WikiError(
+            f"cannot open the catalog in {wiki.state_dir}: {exc.strerror or exc}; check permissions."
+        ) from None
+
+
+def read_catalog(wiki: Wiki) -> Catalog:
+    """The catalog for a read command: fresh, opened without holding the lock afterwards."""
+    return open_catalog(wiki, lock_held=False)
+
+
+def _drop_catalog(wiki: Wiki) -> None:
+    for suffix in ("", "-wal", "-shm"):
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(str(_catalog_path(wiki)) + suffix)
+
+
+@dataclass(frozen=True)
+class IndexResult:
+    entries: int
+    parsed: int
+    removed: int
+    written: tuple[str, ...] = ()
+    stale: tuple[str, ...] = ()
+    problems: tuple[tuple[str, str], ...] = field(default=())
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "entries": self.entries,
+            "parsed": self.parsed,
+            "removed": self.removed,
+            "written": list(self.written),
+            "stale": list(self.stale),
+            "problems": [{"path": p, "message": m} for p, m in self.problems],
+        }
+
+
+def rebuild_index(wiki: Wiki) -> IndexResult:
+    """``llm-wiki index``: scan every file, re-parse what changed, write the index files."""
+    with store.locked(wiki):
+        path = _catalog_path(wiki)
+        try:
+            db = _connect_current(path)
+        except sqlite3.DatabaseError:
+            db = None
+        if db is None:
+            _drop_catalog(wiki)
+            db = create_db(path)
+        catalog = Catalog(wiki, db)
+        try:
+            result = scan(catalog)
+            return IndexResult(
+                entries=catalog.count(Viewer.everyone()),
+                parsed=result.parsed,
+                removed=result.removed,
+                written=result.written,
+                problems=tuple(catalog.problems()),
+            )
+        finally:
+            catalog.close()
+
+
+def check_index(wiki: Wiki) -> IndexResult:
+    """``llm-wiki index --check``: what a rebuild from scratch would change. Writes nothing in
+    the wiki: the fresh catalog is built in a temp file (in memory, its full-text index of every
+    body would grow with the wiki)."""
+    import tempfile  # deferred: 3 ms, only `index --check` needs a scratch folder
+
+    scratch = tempfile.TemporaryDirectory(prefix="llm-wiki-check-")
+    fresh_db = create_db(os.path.join(scratch.name, "catalog.sqlite3"))
+    fresh = Catalog(wiki, fresh_db)
+    try:
+        loose = list(store.iter_entry_files(wiki))
+        seen = {rel for rel, _, _ in loose}
+        parsed = 0
+
+        def files() -> Iterator[Parsed]:  # streamed, as a full build is: one batch in memory
+            nonlocal parsed
+            for rel, mtime, size in loose:
+                parsed += 1
+                yield parse_file(rel, (wiki.root / rel).read_bytes(), mtime, size)
+            for item in iter_archived(wiki, store.archive_names(wiki)):
+                if item.path not in seen or item.path == item.archive:
+                    seen.add(item.path)
+                    parsed += 1
+                    yield item
+
+        with fresh_db:
+            bulk_load(fresh, files())
+        stale: list[str] = []
+        expected = []
+        for rel, text in expected_files(fresh):
+            expected.append(rel)
+            try:
+                if (wiki.root / rel).read_bytes() != text.encode():
+                    stale.append(rel)
+            except FileNotFoundError:
+                stale.append(rel)
+        stale += stale_index_files(fresh, expected)
+        state = (
+            "SELECT id, path, archive, archive_at, sha256, superseded_by, line FROM entries "
+            "ORDER BY id"
+        )
+        entries = fresh.count(Viewer.everyone())
+        same = entries == 0  # no catalog (or an unreadable one) matches an empty wiki only
+        if _catalog_path(wiki).exists():
+            with contextlib.suppress(sqlite3.DatabaseError):
+                db = sqlite3.connect(str(_catalog_path(wiki)))
+                try:  # row by row, in id order: neither side is held in memory
+                    pairs = itertools.zip_longest(fresh_db.execute(state), db.execute(state))
+                    same = all(want == have for want, have in pairs)
+                finally:
+                    db.close()
+        if not same:
+            stale.append(".llm-wiki/catalog.sqlite3")
+        return IndexResult(
+            entries=entries,
+            parsed=parsed,
+            removed=0,
+            stale=tuple(sorted(set(stale))),
+            problems=tuple(fresh.problems()),
+        )
+    finally:
+        fresh.close()
+        scratch.cleanup()

@@ -1,0 +1,415 @@
+"""The catalog's database (SQLite + FTS5 under .llm-wiki/): its schema, its rows, and the queries
+every reader runs through a viewer.
+
+Markdown entries are the truth; the catalog is a view that rebuilds from them (``refresh``
+keeps it in step). Every query that reads entries for someone takes a :class:`Viewer` and applies
+it here, in SQL, so a caller can never forget the walls. The lookups that take no viewer
+(:meth:`Catalog.scope_of`, :meth:`Catalog.sha_of`) serve writers, which must not reveal what
+they learn.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import sqlite3
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from llm_wiki.access import Viewer
+from llm_wiki.entries import GENERATED_ORIGINS, Alternative, Entry
+from llm_wiki.wiki import Wiki
+
+CATALOG_VERSION = "6"
+SUMMARY_IN_LINE = 300
+ROOT_MARK = "\x00"  # stands for the link prefix to the wiki root inside cached lines
+# Newest first; on the same day a replacement comes before what it replaced.
+ORDER = "date DESC, superseded_by IS NOT NULL, id DESC"
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS meta(key TEXT PRIMARY KEY, value TEXT);
+CREATE TABLE IF NOT EXISTS entries(
+  rowid INTEGER PRIMARY KEY,
+  id TEXT NOT NULL UNIQUE,
+  path TEXT NOT NULL,
+  archive TEXT,
+  sha256 TEXT NOT NULL,
+  mtime_ns INTEGER,
+  size INTEGER,
+  type TEXT, date TEXT, domain TEXT, scope TEXT, status TEXT, origin TEXT,
+  summary TEXT, tags TEXT, actors TEXT, aliases TEXT, questions TEXT,
+  supersedes TEXT, sources TEXT, alternatives TEXT, extra TEXT,
+  body_len INTEGER,
+  superseded_by TEXT,
+  line TEXT,
+  archive_at TEXT
+);
+CREATE INDEX IF NOT EXISTS entries_by_domain ON entries(domain, date DESC, id DESC);
+CREATE INDEX IF NOT EXISTS entries_by_date ON entries(date DESC, id DESC);
+CREATE INDEX IF NOT EXISTS entries_by_path ON entries(path);
+-- what a scan asks first: which folders hold loose rows, and which rows are archived
+CREATE INDEX IF NOT EXISTS entries_by_month ON entries(substr(path, 1, 16)) WHERE archive IS NULL;
+CREATE INDEX IF NOT EXISTS entries_archived ON entries(path, archive) WHERE archive IS NOT NULL;
+CREATE INDEX IF NOT EXISTS entries_by_scope ON entries(scope, domain, date);
+CREATE INDEX IF NOT EXISTS entries_by_scope_date ON entries(scope, date);
+-- Counts for INDEX.md, kept by triggers so a write never scans the catalog.
+CREATE TABLE IF NOT EXISTS counts(
+  scope TEXT NOT NULL, domain TEXT NOT NULL, type TEXT NOT NULL, status TEXT NOT NULL,
+  archived INTEGER NOT NULL, n INTEGER NOT NULL,
+  PRIMARY KEY(scope, domain, type, status, archived)
+);
+CREATE TRIGGER IF NOT EXISTS counts_insert AFTER INSERT ON entries BEGIN
+  INSERT INTO counts VALUES(new.scope, new.domain, new.type,
+    CASE WHEN new.superseded_by IS NOT NULL THEN 'superseded' ELSE new.status END,
+    new.archive IS NOT NULL, 1)
+  ON CONFLICT(scope, domain, type, status, archived) DO UPDATE SET n = n + 1;
+END;
+CREATE TRIGGER IF NOT EXISTS counts_delete AFTER DELETE ON entries BEGIN
+  UPDATE counts SET n = n - 1 WHERE scope = old.scope AND domain = old.domain
+    AND type = old.type AND archived = (old.archive IS NOT NULL)
+    AND status = CASE WHEN old.superseded_by IS NOT NULL THEN 'superseded' ELSE old.status END;
+END;
+CREATE TRIGGER IF NOT EXISTS counts_update AFTER UPDATE OF superseded_by, archive ON entries BEGIN
+  UPDATE counts SET n = n - 1 WHERE scope = old.scope AND domain = old.domain
+    AND type = old.type AND archived = (old.archive IS NOT NULL)
+    AND status = CASE WHEN old.superseded_by IS NOT NULL THEN 'superseded' ELSE old.status END;
+  INSERT INTO counts VALUES(new.scope, new.domain, new.type,
+    CASE WHEN new.superseded_by IS NOT NULL THEN 'superseded' ELSE new.status END,
+    new.archive IS NOT NULL, 1)
+  ON CONFLICT(scope, domain, type, status, archived) DO UPDATE SET n = n + 1;
+END;
+CREATE TABLE IF NOT EXISTS edges(old TEXT NOT NULL, new TEXT NOT NULL, PRIMARY KEY(old, new));
+CREATE INDEX IF NOT EXISTS edges_by_new ON edges(new);
+CREATE TABLE IF NOT EXISTS tags(id TEXT NOT NULL, tag TEXT NOT NULL);
+CREATE INDEX IF NOT EXISTS tags_by_tag ON tags(tag);
+CREATE INDEX IF NOT EXISTS tags_by_id ON tags(id);
+CREATE TABLE IF NOT EXISTS actors(id TEXT NOT NULL, actor TEXT NOT NULL);
+CREATE INDEX IF NOT EXISTS actors_by_actor ON actors(actor);
+CREATE INDEX IF NOT EXISTS actors_by_id ON actors(id);
+CREATE TABLE IF NOT EXISTS problems(path TEXT PRIMARY KEY, message TEXT NOT NULL);
+-- Each entries/YYYY/MM/ folder's file names and stats as of the last scan that matched them;
+-- any change to the folder's rows drops its signature, so an equal signature proves the rows
+-- still match the files and a scan compares no rows for that folder.
+CREATE TABLE IF NOT EXISTS dirstat(month TEXT PRIMARY KEY, sig TEXT NOT NULL);
+CREATE TRIGGER IF NOT EXISTS dirstat_insert AFTER INSERT ON entries BEGIN
+  DELETE FROM dirstat WHERE month = substr(new.path, 1, 16);
+END;
+CREATE TRIGGER IF NOT EXISTS dirstat_delete AFTER DELETE ON entries BEGIN
+  DELETE FROM dirstat WHERE month = substr(old.path, 1, 16);
+END;
+CREATE TRIGGER IF NOT EXISTS dirstat_update AFTER UPDATE OF path, mtime_ns, size, archive ON entries BEGIN
+  DELETE FROM dirstat WHERE month IN (substr(old.path, 1, 16), substr(new.path, 1, 16));
+END;
+-- Index files as last written (size, mtime): an unchanged domain's file is not re-rendered.
+CREATE TABLE IF NOT EXISTS rendered(path TEXT PRIMARY KEY, size INTEGER, mtime_ns INTEGER);
+CREATE VIRTUAL TABLE IF NOT EXISTS fts USING fts5(
+  summary, tags, aliases, questions, domain, body,
+  tokenize = 'porter unicode61 remove_diacritics 2'
+);
+"""
+
+COLUMNS = (
+    "id, path, archive, sha256, mtime_ns, size, type, date, domain, scope, status, origin, "
+    "summary, tags, actors, aliases, questions, supersedes, sources, alternatives, extra, "
+    "body_len, superseded_by, line, archive_at"
+)
+
+
+@dataclass(frozen=True)
+class Row:
+    """One entry as the catalog knows it (frontmatter, no body)."""
+
+    id: str
+    path: str
+    archive: str | None
+    sha256: str
+    type: str
+    date: str
+    domain: str
+    scope: str
+    status: str
+    origin: str
+    summary: str
+    tags: tuple[str, ...]
+    actors: tuple[str, ...]
+    aliases: tuple[str, ...]
+    questions: tuple[str, ...]
+    supersedes: tuple[str, ...]
+    sources: tuple[str, ...]
+    alternatives: tuple[Alternative, ...]
+    superseded_by: tuple[str, ...]
+    line: str
+    archive_at: str | None = None  # where in its archive (see archive.read_member)
+    rowid: int = 0
+
+    @property
+    def effective_status(self) -> str:
+        return "superseded" if self.superseded_by else self.status
+
+    @property
+    def is_generated(self) -> bool:
+        return self.origin in GENERATED_ORIGINS
+
+    def index_line(self, prefix: str = "") -> str:
+        return self.line.replace(ROOT_MARK, prefix)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "id": self.id,
+            "type": self.type,
+            "date": self.date,
+            "domain": self.domain,
+            "scope": self.scope,
+            "status": self.effective_status,
+            "written_status": self.status,
+            "origin": self.origin,
+            "summary": self.summary,
+            "tags": list(self.tags),
+            "actors": list(self.actors),
+            "aliases": list(self.aliases),
+            "questions": list(self.questions),
+            "supersedes": list(self.supersedes),
+            "superseded_by": list(self.superseded_by),
+            "sources": list(self.sources),
+            "alternatives_considered": [
+                {"id": a.id, "rejected_because": a.rejected_because} for a in self.alternatives
+            ],
+            "path": self.path,
+            "archive": self.archive,
+            "sha256": self.sha256,
+        }
+
+
+def row_from_db(r: sqlite3.Row | tuple[Any, ...]) -> Row:
+    (
+        id_,
+        path,
+        archive,
+        sha,
+        _mtime,
+        _size,
+        type_,
+        date,
+        domain,
+        scope,
+        status,
+        origin,
+        summary,
+        tags,
+        actors,
+        aliases,
+        questions,
+        supersedes,
+        sources,
+        alternatives,
+        _extra,
+        _body_len,
+        superseded_by,
+        line,
+        archive_at,
+        *rest,
+    ) = r
+    return Row(
+        id=id_,
+        path=path,
+        archive=archive,
+        sha256=sha,
+        type=type_,
+        date=date,
+        domain=domain,
+        scope=scope,
+        status=status,
+        origin=origin,
+        summary=summary,
+        tags=tuple(json.loads(tags)),
+        actors=tuple(json.loads(actors)),
+        aliases=tuple(json.loads(aliases)),
+        questions=tuple(json.loads(questions)),
+        supersedes=tuple(json.loads(supersedes)),
+        sources=tuple(json.loads(sources)),
+        alternatives=tuple(Alternative(a, b) for a, b in json.loads(alternatives)),
+        superseded_by=tuple(json.loads(superseded_by)) if superseded_by else (),
+        line=line,
+        archive_at=archive_at,
+        rowid=rest[0] if rest else 0,
+    )
+
+
+def _where(
+    viewer: Viewer,
+    *,
+    type: str | None = None,
+    domain: str | None = None,
+    tag: str | None = None,
+    actor: str | None = None,
+    since: str | None = None,
+    until: str | None = None,
+    status: str = "all",
+    scope: str | None = None,
+    ids: Iterable[str] | None = None,
+) -> tuple[str | None, list[Any]]:
+    """A WHERE clause for the filters of ``list`` (None: nothing can match)."""
+    clause, args = viewer.sql_filter()
+    where: list[str] = [clause]
+    params: list[Any] = list(args)
+    for condition, value in (
+        ("type = ?", type),
+        ("domain = ?", domain),
+        ("scope = ?", scope),
+        ("id IN (SELECT id FROM tags WHERE tag = ?)", tag),
+        ("id IN (SELECT id FROM actors WHERE actor = ?)", actor),
+        ("date >= ?", since),
+        ("date <= ?", until),
+    ):
+        if value:
+            where.append(condition)
+            params.append(value)
+    if status == "superseded":
+        where.append("superseded_by IS NOT NULL")
+    elif status != "all":
+        where.append("superseded_by IS NULL AND status = ?")
+        params.append(status)
+    if ids is not None:
+        id_list = list(ids)
+        if not id_list:
+            return None, []
+        where.append(f"id IN ({','.join('?' * len(id_list))})")
+        params.extend(id_list)
+    return " AND ".join(where), params
+
+
+# --------------------------------------------------------------------------- lines
+
+
+_WS_RE = re.compile(r"[\s\x00-\x1f\x7f]+")
+
+
+def clean(text: str) -> str:
+    return _WS_RE.sub(" ", text).strip()
+
+
+def render_line(
+    entry: Entry | Row, superseded_by: Sequence[str], archive: str | None = None
+) -> str:
+    """One dense index line: enough for an LLM to decide whether to open the entry."""
+    summary = clean(entry.summary)
+    if len(summary) > SUMMARY_IN_LINE:
+        summary = summary[: SUMMARY_IN_LINE - 1].rstrip() + "…"
+    path = entry.path if isinstance(entry, Row) else entry.relpath
+    status = entry.status
+    parts = [f"- {entry.date} {entry.type}"]
+    if status != "active":
+        parts.append(f"({status})")
+    parts.append(f"[{entry.id}]({ROOT_MARK}{path})")
+    if entry.tags:
+        parts.append(" ".join("#" + clean(t).replace(" ", "-") for t in entry.tags))
+    text = " ".join(parts) + " — " + summary
+    if entry.aliases:
+        text += " · aka: " + "; ".join(clean(a) for a in entry.aliases)
+    if entry.questions:
+        text += " · Q: " + " ".join(clean(q) for q in entry.questions)
+    if entry.supersedes:
+        text += " · supersedes " + ", ".join(entry.supersedes)
+    if superseded_by:
+        text += " · **superseded by " + ", ".join(superseded_by) + "**"
+    if archive:
+        text += f" · archived in {archive}"
+    return text
+
+
+# --------------------------------------------------------------------------- the catalog
+
+
+class Catalog:
+    """An open catalog. Use :func:`llm_wiki.catalog.open_catalog`; close it (or use ``with``)."""
+
+    def __init__(self, wiki: Wiki, db: sqlite3.Connection) -> None:
+        self.wiki = wiki
+        self.db = db
+
+    def __enter__(self) -> Catalog:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        self.db.close()
+
+    # -- meta (the catalog's own state: version, log offset, render flags)
+    def meta(self, key: str, default: str = "") -> str:
+        got = self.db.execute("SELECT value FROM meta WHERE key=?", (key,)).fetchone()
+        return got[0] if got else default
+
+    def set_meta(self, key: str, value: str) -> None:
+        self.db.execute("INSERT OR REPLACE INTO meta(key, value) VALUES(?, ?)", (key, value))
+
+    # -- lookups used by writers (no viewer: callers must not reveal what they learn)
+    def scope_of(self, entry_id: str) -> str | None:
+        got = self.db.execute("SELECT scope FROM entries WHERE id=?", (entry_id,)).fetchone()
+        return got[0] if got else None
+
+    def sha_of(self, entry_id: str) -> str | None:
+        got = self.db.execute("SELECT sha256 FROM entries WHERE id=?", (entry_id,)).fetchone()
+        return got[0] if got else None
+
+    # -- reads for a viewer
+    def get(self, entry_id: str, viewer: Viewer) -> Row | None:
+        got = self.db.execute(
+            f"SELECT {COLUMNS}, rowid FROM entries WHERE id=?", (entry_id,)
+        ).fetchone()
+        if got is None:
+            return None
+        row = row_from_db(got)
+        return row if viewer.can_read(row.scope) else None
+
+    def rows(
+        self,
+        viewer: Viewer,
+        *,
+        limit: int | None = None,
+        offset: int = 0,
+        **filters: Any,
+    ) -> list[Row]:
+        """Rows this viewer may read matching ``filters`` (see :func:`_where`), newest first."""
+        where, params = _where(viewer, **filters)
+        if where is None:
+            return []
+        sql = f"SELECT {COLUMNS}, rowid FROM entries WHERE {where} ORDER BY {ORDER}"
+        if limit is not None:
+            sql += " LIMIT ? OFFSET ?"
+            params.extend([limit, offset])
+        return [row_from_db(r) for r in self.db.execute(sql, params)]
+
+    def count_rows(self, viewer: Viewer, **filters: Any) -> int:
+        where, params = _where(viewer, **filters)
+        if where is None:
+            return 0
+        return int(
+            self.db.execute(f"SELECT count(*) FROM entries WHERE {where}", params).fetchone()[0]
+        )
+
+    def count(self, viewer: Viewer) -> int:
+        clause, args = viewer.sql_filter()
+        return int(
+            self.db.execute(f"SELECT count(*) FROM entries WHERE {clause}", args).fetchone()[0]
+        )
+
+    def scopes(self) -> list[str]:
+        return [r[0] for r in self.db.execute("SELECT DISTINCT scope FROM entries ORDER BY scope")]
+
+    def problems(self) -> list[tuple[str, str]]:
+        return list(self.db.execute("SELECT path, message FROM problems ORDER BY path"))
+
+
+def create_db(path: Path | str) -> sqlite3.Connection:
+    """A new, empty catalog database. Until its first full build has finished (which sets its
+    version and switches it to WAL), it runs without a journal: a build that dies leaves a
+    file without a version, which the next open drops."""
+    db = sqlite3.connect(str(path), timeout=60)
+    db.execute("PRAGMA journal_mode=OFF")
+    db.execute("PRAGMA synchronous=OFF")
+    db.executescript(_SCHEMA)
+    return db

@@ -1,0 +1,606 @@
+"""Keeping the catalog in step with the files: following log.md, scanning, archived entries.
+
+The catalog follows log.md: a read whose log.md has not changed since the catalog last looked
+costs one stat and one small read (:func:`is_fresh`); new log lines are applied one by one
+(:func:`refresh`); anything else (a rewritten log after a git merge, a missing catalog) falls
+back to :func:`scan`, which re-parses only files whose size or mtime changed. ``llm-wiki index``
+always scans. Each change re-renders only the index files it touched (:mod:`.index_md`).
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import os
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass
+from typing import Any, NamedTuple
+
+from llm_wiki import store
+from llm_wiki.access import walls_on
+from llm_wiki.catalog.db import CATALOG_VERSION, COLUMNS, Catalog, render_line, row_from_db
+from llm_wiki.catalog.index_md import write_index_files
+from llm_wiki.entries import NAME_RE, Entry, decode_text, parse_entry
+from llm_wiki.errors import InvalidInput, WikiError
+from llm_wiki.wiki import Wiki
+
+TAIL_BYTES = 4096  # of log.md, fingerprinted to notice a log that was merged, not appended to
+
+
+# --------------------------------------------------------------------------- parsed files
+
+
+class Parsed(NamedTuple):
+    """A file read from disk: its entry, or the reason it could not be read."""
+
+    path: str
+    sha256: str
+    mtime_ns: int
+    size: int
+    entry: Entry | None
+    archive: str | None = None
+    problem: str = ""
+    archive_at: str | None = None
+
+
+def parse_file(
+    rel: str,
+    data: bytes,
+    mtime_ns: int,
+    size: int,
+    archive: str | None = None,
+    archive_at: str | None = None,
+) -> Parsed:
+    sha = store.sha256_bytes(data)
+    if not entry_path_ok(rel):  # an archive member or a log line from another clone
+        problem = f"{rel}: not a path of the form entries/YYYY/MM/<id>.md; the copy is ignored."
+        return Parsed(rel, sha, mtime_ns, size, None, archive, problem)
+    try:
+        entry = parse_entry(decode_text(data, rel), what=rel)
+    except InvalidInput as exc:
+        return Parsed(rel, sha, mtime_ns, size, None, archive, exc.message)
+    expected = os.path.basename(rel)[:-3]
+    if entry.id != expected:
+        problem = f"{rel}: its id {entry.id!r} does not match its file name; restore the file."
+        return Parsed(rel, sha, mtime_ns, size, None, archive, problem)
+    # The domain and scope name index files (index/<domain>.md, indexes/<scope>/): a file that
+    # came by git or by hand must not point them outside the wiki.
+    for name, value in (("domain", entry.domain), ("scope", entry.scope)):
+        if value and not NAME_RE.match(value):
+            problem = (
+                f"{rel}: its {name} {value!r} is not lowercase letters, digits and hyphens; "
+                "restore the file."
+            )
+            return Parsed(rel, sha, mtime_ns, size, None, archive, problem)
+    return Parsed(rel, sha, mtime_ns, size, entry, archive, archive_at=archive_at)
+
+
+def _duplicate_id(rel: str, entry_id: str, holder: str) -> str:
+    """The problem recorded for a file whose id another file (``holder``) already uses."""
+    return f"{rel}: id {entry_id} is already used by {holder}; remove the copy."
+
+
+def entry_path_ok(rel: str) -> bool:
+    """Whether ``rel`` is a path of entries/<year>/<month>/<file>: a row's path is where the
+    archiver removes an original, so one that leads out of entries/ must never become a row."""
+    parts = rel.split("/")
+    return len(parts) == 4 and parts[0] == "entries" and not {"", ".", ".."} & set(parts)
+
+
+def _row_values(parsed: Parsed, superseded_by: str | None, line: str) -> tuple[Any, ...]:
+    """The ``entries`` columns (in ``db.COLUMNS`` order) for one parsed file."""
+    entry = parsed.entry
+    assert entry is not None
+    return (
+        entry.id,
+        parsed.path,
+        parsed.archive,
+        parsed.sha256,
+        parsed.mtime_ns,
+        parsed.size,
+        entry.type,
+        entry.date,
+        entry.domain,
+        entry.scope,
+        entry.status,
+        entry.origin,
+        entry.summary,
+        json.dumps(entry.tags, ensure_ascii=False),
+        json.dumps(entry.actors, ensure_ascii=False),
+        json.dumps(entry.aliases, ensure_ascii=False),
+        json.dumps(entry.questions, ensure_ascii=False),
+        json.dumps(entry.supersedes, ensure_ascii=False),
+        json.dumps(entry.sources, ensure_ascii=False),
+        json.dumps(
+            [[a.id, a.rejected_because] for a in entry.alternatives_considered],
+            ensure_ascii=False,
+        ),
+        json.dumps(dict(entry.extra), ensure_ascii=False, sort_keys=True) if entry.extra else None,
+        len(entry.body),
+        superseded_by,
+        line,
+        parsed.archive_at,
+    )
+
+
+@dataclass(frozen=True)
+class ScanResult:
+    parsed: int
+    removed: int
+    written: tuple[str, ...] = ()
+
+
+class _NeedsScan(Exception):
+    """Following log.md cannot settle where an entry is; a scan of the files can."""
+
+
+# --------------------------------------------------------------------------- writing rows
+
+
+def _insert(catalog: Catalog, parsed: Parsed) -> None:
+    entry = parsed.entry
+    assert entry is not None
+    cur = catalog.db.execute(
+        f"INSERT INTO entries({COLUMNS}) VALUES({','.join('?' * 25)})",
+        _row_values(parsed, None, ""),
+    )
+    _insert_side_tables(catalog, [(cur.lastrowid, entry)])
+
+
+def _insert_side_tables(catalog: Catalog, items: Sequence[tuple[int | None, Entry]]) -> None:
+    db = catalog.db
+    db.executemany(
+        "INSERT OR IGNORE INTO edges(old, new) VALUES(?, ?)",
+        [(old, e.id) for _, e in items for old in e.supersedes],
+    )
+    db.executemany(
+        "INSERT INTO tags(id, tag) VALUES(?, ?)", [(e.id, t) for _, e in items for t in e.tags]
+    )
+    db.executemany(
+        "INSERT INTO actors(id, actor) VALUES(?, ?)",
+        [(e.id, a) for _, e in items for a in e.actors],
+    )
+    db.executemany(
+        "INSERT INTO fts(rowid, summary, tags, aliases, questions, domain, body) "
+        "VALUES(?, ?, ?, ?, ?, ?, ?)",
+        [
+            (
+                rowid,
+                e.summary,
+                " ".join(e.tags),
+                " ; ".join(e.aliases),
+                " ; ".join(e.questions),
+                e.domain,
+                e.body,
+            )
+            for rowid, e in items
+        ],
+    )
+
+
+def bulk_load(catalog: Catalog, parsed: Iterable[Parsed], batch: int = 2000) -> None:
+    """Fill an empty catalog (a full build), streaming: rows go in by the ``batch``, so memory
+    holds one batch of entries, not the wiki. Lines are rendered as they go in; the few
+    entries something supersedes are re-rendered at the end, once every row is there."""
+    first = int(catalog.db.execute("SELECT coalesce(max(rowid), 0) FROM entries").fetchone()[0]) + 1
+    held: dict[str, str] = {}  # id -> path of the copy loaded
+    problems: list[tuple[str, str]] = []
+    rows: list[tuple[Any, ...]] = []
+    items: list[tuple[int | None, Entry]] = []
+    replaced: set[str] = set()
+
+    def flush() -> None:
+        catalog.db.executemany(
+            f"INSERT INTO entries(rowid, {COLUMNS}) VALUES({','.join('?' * 26)})", rows
+        )
+        _insert_side_tables(catalog, items)
+        rows.clear()
+        items.clear()
+
+    for item in parsed:
+        entry = item.entry
+        if entry is None:
+            problems.append((item.path, item.problem))
+            continue
+        if entry.id in held:
+            problems.append((item.path, _duplicate_id(item.path, entry.id, held[entry.id])))
+            continue
+        held[entry.id] = item.path
+        replaced.update(entry.supersedes)
+        rowid = first + len(held) - 1
+        rows.append((rowid, *_row_values(item, None, render_line(entry, (), item.archive))))
+        items.append((rowid, entry))
+        if len(rows) >= batch:
+            flush()
+    flush()
+    catalog.db.executemany("INSERT OR REPLACE INTO problems(path, message) VALUES(?, ?)", problems)
+    _relink(catalog, replaced & held.keys())
+
+
+def _delete_id(catalog: Catalog, entry_id: str) -> None:
+    got = catalog.db.execute("SELECT rowid FROM entries WHERE id=?", (entry_id,)).fetchone()
+    if got is None:
+        return
+    catalog.db.execute("DELETE FROM fts WHERE rowid=?", (got[0],))
+    catalog.db.execute("DELETE FROM entries WHERE id=?", (entry_id,))
+    catalog.db.execute("DELETE FROM edges WHERE new=?", (entry_id,))
+    catalog.db.execute("DELETE FROM tags WHERE id=?", (entry_id,))
+    catalog.db.execute("DELETE FROM actors WHERE id=?", (entry_id,))
+
+
+def _relink(catalog: Catalog, ids: Iterable[str]) -> set[str]:
+    """Recompute superseded_by and the cached line of ``ids``; return their domains."""
+    domains: set[str] = set()
+    for entry_id in sorted(set(ids)):
+        got = catalog.db.execute(
+            f"SELECT {COLUMNS} FROM entries WHERE id=?", (entry_id,)
+        ).fetchone()
+        if got is None:
+            continue
+        row = row_from_db(got)
+        newer = tuple(
+            r[0]
+            for r in catalog.db.execute(
+                "SELECT e.new FROM edges e JOIN entries n ON n.id = e.new "
+                "WHERE e.old=? AND n.scope=? ORDER BY e.new",
+                (entry_id, row.scope),
+            )
+        )
+        line = render_line(row, newer, row.archive)
+        catalog.db.execute(
+            "UPDATE entries SET superseded_by=?, line=? WHERE id=?",
+            (json.dumps(newer) if newer else None, line, entry_id),
+        )
+        domains.add(row.domain)
+    return domains
+
+
+def apply(catalog: Catalog, parsed: Iterable[Parsed], removed: Iterable[str] = ()) -> set[str]:
+    """Upsert parsed files and drop removed paths; return the domains whose files changed."""
+    domains: set[str] = set()
+    relink: set[str] = set()
+
+    def forget(entry_id: str) -> None:
+        got = catalog.db.execute(
+            "SELECT domain, supersedes FROM entries WHERE id=?", (entry_id,)
+        ).fetchone()
+        if got is not None:
+            domains.add(got[0])
+            relink.update(json.loads(got[1]))
+            _delete_id(catalog, entry_id)
+
+    def id_at(path: str) -> str | None:
+        got = catalog.db.execute("SELECT id FROM entries WHERE path=?", (path,)).fetchone()
+        return got[0] if got else None
+
+    for path in removed:
+        catalog.db.execute("DELETE FROM problems WHERE path=?", (path,))
+        if (entry_id := id_at(path)) is not None:
+            forget(entry_id)
+    for item in parsed:
+        catalog.db.execute("DELETE FROM problems WHERE path=?", (item.path,))
+        if item.entry is not None:
+            other = catalog.db.execute(
+                "SELECT path, archive FROM entries WHERE id=?", (item.entry.id,)
+            ).fetchone()
+            if (
+                other
+                and other[0] != item.path
+                and (other[1] or (catalog.wiki.root / other[0]).exists())
+            ):
+                problem = _duplicate_id(item.path, item.entry.id, other[0])
+                item = item._replace(entry=None, problem=problem)
+        if item.entry is None:
+            catalog.db.execute(
+                "INSERT OR REPLACE INTO problems(path, message) VALUES(?, ?)",
+                (item.path, item.problem),
+            )
+            if (entry_id := id_at(item.path)) is not None:
+                forget(entry_id)
+            continue
+        forget(item.entry.id)
+        _insert(catalog, item)
+        domains.add(item.entry.domain)
+        relink.add(item.entry.id)
+        relink.update(item.entry.supersedes)
+    domains |= _relink(catalog, relink)
+    return domains
+
+
+# --------------------------------------------------------------------------- following log.md
+
+
+def add_written(catalog: Catalog, entry: Entry, rel: str, sha: str) -> None:
+    """Record an entry this process just wrote (lock held) and refresh its index files."""
+    st = (catalog.wiki.root / rel).stat()
+    parsed = Parsed(rel, sha, st.st_mtime_ns, st.st_size, entry)
+    _apply_and_render(catalog, [parsed])
+
+
+def _apply_and_render(
+    catalog: Catalog, parsed: list[Parsed], archived: Sequence[tuple[str, str, str | None]] = ()
+) -> None:
+    """Apply changes, consume the log, and re-render only the domains they touched.
+
+    ``render_pending`` stays set until the files are written, so a process killed in
+    between leaves a flag that makes the next open re-render everything. When the log
+    cannot settle where an archived entry is, a scan of the files does.
+    """
+    stale = catalog.meta("render_pending") == "1"
+    try:
+        with catalog.db:
+            catalog.set_meta("render_pending", "1")
+            domains = apply(catalog, parsed)
+            domains |= _mark_archived(catalog, archived)
+            _consume_log(catalog)
+    except _NeedsScan:
+        scan(catalog)
+        return
+    write_index_files(catalog, domains=None if stale else domains, full=stale)
+
+
+def _consume_log(catalog: Catalog) -> None:
+    size, tail = _log_state(catalog.wiki)
+    catalog.set_meta("log_offset", str(size))
+    catalog.set_meta("log_tail", tail)
+
+
+def walls_changed(catalog: Catalog) -> bool:
+    """access.yaml appeared or went since the index files were last planned: they must be
+    re-planned (one set per scope under walls, one whole-wiki set without)."""
+    return catalog.meta("walls", "0") != ("1" if walls_on(catalog.wiki) else "0")
+
+
+def is_fresh(catalog: Catalog) -> bool:
+    if catalog.meta("version") != CATALOG_VERSION or catalog.meta("render_pending") == "1":
+        return False
+    if walls_changed(catalog):
+        return False
+    size, tail = _log_state(catalog.wiki)
+    return str(size) == catalog.meta("log_offset") and tail == catalog.meta("log_tail")
+
+
+def refresh(catalog: Catalog) -> None:
+    """Bring the catalog up to date with log.md (incrementally) or the files (by scan)."""
+    if catalog.meta("version") != CATALOG_VERSION:
+        scan(catalog)
+        return
+    offset = int(catalog.meta("log_offset", "0") or 0)
+    size, _ = _log_state(catalog.wiki)
+    if size >= offset and _tail_at(catalog.wiki, offset) == catalog.meta("log_tail"):
+        if size > offset:
+            _follow_log(catalog, offset)
+        if catalog.meta("render_pending") == "1" or walls_changed(catalog):
+            write_index_files(catalog, domains=None, full=True)
+        return
+    scan(catalog)
+
+
+def _follow_log(catalog: Catalog, offset: int) -> None:
+    parsed: list[Parsed] = []
+    archived: list[tuple[str, str, str | None]] = []
+    for _, line in store.read_log(catalog.wiki, offset):
+        if line.op == "write" and line.fields.get("path"):
+            rel = line.fields["path"]
+            if catalog.sha_of(line.subject) == line.fields.get("sha256"):
+                continue
+            if not entry_path_ok(rel):  # not where an entry lives: the files will tell
+                scan(catalog)
+                return
+            try:
+                data = (catalog.wiki.root / rel).read_bytes()
+                st = (catalog.wiki.root / rel).stat()
+            except FileNotFoundError:
+                # archived or removed since (lines that came with a git pull): a scan knows
+                scan(catalog)
+                return
+            parsed.append(parse_file(rel, data, st.st_mtime_ns, st.st_size))
+        elif line.op == "archive" and line.fields.get("archive"):
+            archived.append((line.subject, line.fields["archive"], None))
+    _apply_and_render(catalog, parsed, archived)
+
+
+def record_archived(catalog: Catalog, archived: Sequence[tuple[str, str, str | None]]) -> None:
+    """Record entries this process just archived (lock held): (id, archive, locator)."""
+    _apply_and_render(catalog, [], archived)
+
+
+def _mark_archived(catalog: Catalog, archived: Sequence[tuple[str, str, str | None]]) -> set[str]:
+    """Point rows at the archive holding them, as a scan would: a loose file wins, then the
+    first archive by name. Raises _NeedsScan when only a scan can tell where an entry is."""
+    if not archived:
+        return set()
+    from llm_wiki import archive_file  # deferred: tarfile + zstandard, only for archives
+
+    on_disk = store.archive_names(catalog.wiki)
+    located: dict[str, dict[str, str | None]] = {}
+    ids = []
+    for entry_id, name, at in archived:
+        got = catalog.db.execute(
+            "SELECT path, archive FROM entries WHERE id=?", (entry_id,)
+        ).fetchone()
+        if got is None or name not in on_disk:
+            raise _NeedsScan
+        path, current = got
+        if (catalog.wiki.root / path).exists() or (current in on_disk and current <= name):
+            continue
+        if at is None:
+            if name not in located:
+                try:
+                    located[name] = archive_file.locate(catalog.wiki, name)
+                except WikiError:
+                    raise _NeedsScan from None
+            if path not in located[name]:
+                raise _NeedsScan
+            at = located[name][path]
+        catalog.db.execute(
+            "UPDATE entries SET archive=?, archive_at=?, mtime_ns=NULL, size=NULL WHERE id=?",
+            (name, at, entry_id),
+        )
+        ids.append(entry_id)
+    return _relink(catalog, ids)
+
+
+# --------------------------------------------------------------------------- scanning the files
+
+
+def scan(catalog: Catalog) -> ScanResult:
+    """Compare every file with the catalog; re-parse only what changed; render."""
+    archived: dict[str, str] = dict(
+        catalog.db.execute("SELECT path, archive FROM entries WHERE archive IS NOT NULL").fetchall()
+    )
+    loose, pending, missing, signatures, had_rows = _scan_loose(catalog)
+    changed: list[Parsed] = []  # from archives; loose files are parsed below, as needed
+    on_disk = store.archive_names(catalog.wiki)
+    held = {  # path -> the archive the catalog reads it from
+        path: archive
+        for path, archive in archived.items()
+        if archive in on_disk and path not in loose
+    }
+    # Archives new to the catalog are read; all of them when a file left entries/ (it may
+    # have been archived by another machine).
+    vanished = any(p not in held for p in missing)
+    to_read = on_disk if vanished else on_disk - set(archived.values())
+    for item in iter_archived(catalog.wiki, to_read):
+        if item.path == item.archive:
+            changed.append(item)  # an unreadable archive: recorded as a problem
+            continue
+        if item.path in loose:
+            continue  # a loose file in entries/ holds it
+        current, name = held.get(item.path), item.archive or ""
+        if current is not None and current <= name:
+            continue  # the first archive by name holds it
+        held[item.path] = name
+        changed.append(item)
+    seen = loose | held.keys() | {p.path for p in changed}
+    removed = sorted((missing | archived.keys()) - seen)
+    root = catalog.wiki.root
+    parsed = (
+        parse_file(rel, (root / rel).read_bytes(), mtime, size)
+        for rel, mtime, size in sorted(pending)
+    )
+    with catalog.db:
+        catalog.set_meta("render_pending", "1")
+        touched: set[str] | None = None
+        if had_rows or archived:
+            touched = apply(catalog, [*parsed, *changed], removed)
+        else:
+            bulk_load(catalog, itertools.chain(parsed, changed))
+        catalog.db.executemany(
+            "INSERT OR REPLACE INTO dirstat(month, sig) VALUES(?, ?)", signatures.items()
+        )
+        _consume_log(catalog)
+    written = write_index_files(catalog, domains=touched, full=True)
+    if catalog.meta("version") != CATALOG_VERSION:  # the first build is complete
+        with catalog.db:
+            catalog.set_meta("version", CATALOG_VERSION)
+        catalog.db.execute("PRAGMA journal_mode=WAL")
+        catalog.db.execute("PRAGMA synchronous=NORMAL")
+    return ScanResult(
+        parsed=len(pending) + len(changed), removed=len(removed), written=tuple(written)
+    )
+
+
+def _scan_loose(
+    catalog: Catalog,
+) -> tuple[set[str], list[tuple[str, int, int]], set[str], dict[str, str], bool]:
+    """Stat every loose entry file; pick those whose size or mtime differ from the row.
+
+    A folder whose names and stats equal its stored signature needs no rows read at all.
+    Returns the loose paths, the (path, mtime, size) of files to re-parse, the catalog's loose
+    paths no longer on disk, the signatures of the folders compared, and whether the catalog
+    had loose rows.
+    """
+    db = catalog.db
+    stored = dict(db.execute("SELECT month, sig FROM dirstat").fetchall())
+    in_catalog = {
+        m
+        for query in (
+            "SELECT DISTINCT substr(path, 1, 16) FROM entries WHERE archive IS NULL",
+            "SELECT DISTINCT substr(path, 1, 16) FROM problems",
+        )
+        for (m,) in db.execute(query).fetchall()
+    }
+    loose: set[str] = set()
+    pending: list[tuple[str, int, int]] = []
+    missing: set[str] = set()
+    signatures: dict[str, str] = {}
+    walked: set[str] = set()
+    for month, files in store.iter_entry_months(catalog.wiki):
+        walked.add(month)
+        sig = repr(files)  # names, mtimes and sizes, in name order
+        names = {month + name for name, _, _ in files}
+        loose |= names
+        if month in in_catalog and stored.get(month) == sig:
+            continue
+        known = _rows_in(catalog, month)
+        for name, mtime, size in files:
+            rel = month + name
+            if known.get(rel) != (mtime, size):
+                pending.append((rel, mtime, size))
+        missing |= known.keys() - names
+        signatures[month] = sig
+    for month in in_catalog - walked:
+        missing |= _rows_in(catalog, month).keys()
+    db.execute(
+        "DELETE FROM dirstat WHERE month NOT IN (SELECT value FROM json_each(?))",
+        (json.dumps(sorted(walked)),),
+    )
+    return loose, pending, missing, signatures, bool(in_catalog)
+
+
+def _rows_in(catalog: Catalog, month: str) -> dict[str, tuple[int, int] | None]:
+    """The loose rows (and unreadable files) of one ``entries/YYYY/MM/`` folder."""
+    bounds = (month, month[:-1] + "0")  # "0" sorts right after "/"
+    known: dict[str, tuple[int, int] | None] = {
+        path: (mtime, size)
+        for path, mtime, size in catalog.db.execute(
+            "SELECT path, mtime_ns, size FROM entries "
+            "WHERE archive IS NULL AND path >= ? AND path < ?",
+            bounds,
+        ).fetchall()
+    }
+    for (path,) in catalog.db.execute(
+        "SELECT path FROM problems WHERE path >= ? AND path < ?", bounds
+    ).fetchall():
+        known.setdefault(path, None)
+    return known
+
+
+def iter_archived(wiki: Wiki, names: Iterable[str]) -> Iterator[Parsed]:
+    """Entries held in the named archives, first copy of each path wins (sorted by name)."""
+    names = sorted(names)
+    if not names:
+        return
+    from llm_wiki import archive_file  # deferred: tarfile + zstandard, only for archives
+
+    for name in names:
+        try:
+            for member in archive_file.iter_members(wiki, name):
+                data = member.data
+                yield parse_file(member.rel, data, 0, len(data), name, member.at)
+        except WikiError as exc:  # the rest of it is absent; `verify` names the archive
+            yield Parsed(name, "", 0, 0, None, name, exc.message)
+
+
+def _log_state(wiki: Wiki) -> tuple[int, str]:
+    try:
+        size = wiki.log_path.stat().st_size
+    except FileNotFoundError:
+        return 0, ""
+    return size, _tail_at(wiki, size)
+
+
+def _tail_at(wiki: Wiki, offset: int) -> str:
+    """A fingerprint of the log's last TAIL_BYTES before ``offset``: if git merged lines in
+    before that point, it changes (a few lines, not one: two clones that archived the same
+    entry end their logs with the same sha256)."""
+    if offset <= 0:
+        return ""
+    try:
+        with open(wiki.log_path, "rb") as fh:
+            start = max(0, offset - TAIL_BYTES)
+            fh.seek(start)
+            return store.sha256_bytes(fh.read(offset - start))
+    except FileNotFoundError:
+        return ""
