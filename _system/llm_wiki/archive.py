@@ -30,7 +30,9 @@ from pathlib import Path
 from typing import Any
 
 from llm_wiki import clock, store
+from llm_wiki.access import Viewer
 from llm_wiki.archive_file import READ_ERRORS, Writer, iter_members, iter_path
+from llm_wiki.catalog import Catalog, open_catalog, record_archived
 from llm_wiki.errors import InvalidInput, WikiError
 from llm_wiki.files import crashpoint, fsync_dir
 from llm_wiki.wiki import Wiki
@@ -85,8 +87,6 @@ def archive_entries(
     wiki: Wiki, *, older_than_days: int | None = None, dry_run: bool = False
 ) -> ArchiveResult:
     """``llm-wiki archive``: roll entries superseded more than N days ago into one archive."""
-    from llm_wiki.catalog import open_catalog
-
     days = older_than_days
     if days is None:
         days = wiki.settings.get("archive.older_than_days", DEFAULT_DAYS)
@@ -149,8 +149,6 @@ def _retire(
     finished: list[tuple[_Item, str, str | None]],
 ) -> None:
     """Log the new archive's entries, then remove the originals and update the catalog."""
-    from llm_wiki.catalog import open_catalog, record_archived
-
     with store.locked(wiki):
         catalog = open_catalog(wiki)
         try:
@@ -190,20 +188,16 @@ def _read_log(wiki: Wiki) -> tuple[dict[str, str], dict[str, list[str]]]:
     return shas, logged
 
 
-def _due(catalog: Any, cutoff: str, shas: dict[str, str]) -> list[_Item]:
+def _due(catalog: Catalog, cutoff: str, shas: dict[str, str]) -> list[_Item]:
     """Loose entries whose earliest superseding entry (same scope) is dated before ``cutoff``."""
-    cur = catalog.db.execute(
-        "SELECT e.id, e.path, e.date FROM entries e "
-        "JOIN edges g ON g.old = e.id JOIN entries n ON n.id = g.new AND n.scope = e.scope "
-        "WHERE e.archive IS NULL GROUP BY e.id HAVING min(n.date) < ? ORDER BY e.path",
-        (cutoff,),
-    )
-    return [_Item(i, rel, shas.get(i, ""), date) for i, rel, date in cur]
+    return [
+        _Item(r.id, r.path, shas.get(r.id, ""), r.date) for r in catalog.superseded_before(cutoff)
+    ]
 
 
 def _pending(
     wiki: Wiki,
-    catalog: Any,
+    catalog: Catalog,
     logged: dict[str, list[str]],
     shas: dict[str, str],
     on_disk: set[str],
@@ -212,12 +206,10 @@ def _pending(
     out = []
     for entry_id, names in sorted(logged.items()):
         names = [n for n in names if n in on_disk]
-        got = catalog.db.execute(
-            "SELECT path, date FROM entries WHERE id=?", (entry_id,)
-        ).fetchone()
-        if not names or got is None or not (wiki.root / got[0]).exists():
+        row = catalog.get(entry_id, Viewer.everyone())
+        if not names or row is None or not (wiki.root / row.path).exists():
             continue
-        out.append((_Item(entry_id, got[0], shas.get(entry_id, ""), got[1]), names))
+        out.append((_Item(entry_id, row.path, shas.get(entry_id, ""), row.date), names))
     return out
 
 

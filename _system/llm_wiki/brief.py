@@ -301,16 +301,7 @@ def _rows_by_ids(catalog: Catalog, viewer: Viewer, ids: Sequence[str]) -> list[R
 
 def _open_incidents(catalog: Catalog, viewer: Viewer) -> tuple[list[Item], int]:
     """Incidents not superseded and not listed in a later (non-generated) entry's sources."""
-    clause, params = viewer.sql_filter("e.scope")
-    generated = sorted(GENERATED_ORIGINS)
-    cited = {
-        str(value)
-        for (value,) in catalog.db.execute(
-            "SELECT DISTINCT j.value FROM entries AS e, json_each(e.sources) AS j "
-            f"WHERE {clause} AND e.origin NOT IN ({','.join('?' * len(generated))})",
-            [*params, *generated],
-        )
-    }
+    cited = catalog.cited(viewer, generated=False)
     rows = [r for r in catalog.rows(viewer, type="incident", status="active") if r.id not in cited]
     return [Item.of(r) for r in rows[:LIST_CAP]], len(rows)
 

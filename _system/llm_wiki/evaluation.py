@@ -88,14 +88,11 @@ def source_stem(source: str) -> str:
 def resolve_names(wiki: Wiki, viewer: Viewer, names: set[str]) -> dict[str, set[str]]:
     """name -> ids of the visible entries it matches (by id or source stem)."""
     found: dict[str, set[str]] = {n: set() for n in names}
-    clause, args = viewer.sql_filter()
     with read_catalog(wiki) as catalog:
-        for entry_id, sources in catalog.db.execute(
-            f"SELECT id, sources FROM entries WHERE {clause}", args
-        ):
+        for entry_id, sources in catalog.sources(viewer):
             if entry_id in found:
                 found[entry_id].add(entry_id)
-            for source in json.loads(sources):
+            for source in sources:
                 stem = source_stem(source)
                 if stem in found:
                     found[stem].add(entry_id)

@@ -40,27 +40,15 @@ class Stats:
 
 
 def entry_stats(wiki: Wiki, catalog: Catalog, viewer: Viewer) -> Stats:
-    clause, params = viewer.sql_filter()
-    db = catalog.db
-
-    def group(expr: str) -> dict[str, int]:
-        cur = db.execute(
-            f"SELECT {expr} AS k, count(*) FROM entries WHERE {clause} GROUP BY k ORDER BY k",
-            params,
-        )
-        return {str(k): int(n) for k, n in cur}
-
-    total, archived, first, latest = db.execute(
-        f"SELECT count(*), count(archive), min(date), max(date) FROM entries WHERE {clause}", params
-    ).fetchone()
+    total, archived, first, latest = catalog.extent(viewer)
     return Stats(
-        entries=int(total),
-        by_type=group("type"),
-        by_domain=group("domain"),
-        by_status=group("CASE WHEN superseded_by IS NOT NULL THEN 'superseded' ELSE status END"),
-        by_scope=group("scope"),
-        by_origin=group("origin"),
-        archived=int(archived),
+        entries=total,
+        by_type=catalog.tally(viewer, "type"),
+        by_domain=catalog.tally(viewer, "domain"),
+        by_status=catalog.tally(viewer, "status"),
+        by_scope=catalog.tally(viewer, "scope"),
+        by_origin=catalog.tally(viewer, "origin"),
+        archived=archived,
         first=first,
         latest=latest,
     )

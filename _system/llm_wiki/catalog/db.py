@@ -5,7 +5,8 @@ Markdown entries are the truth; the catalog is a view that rebuilds from them (`
 keeps it in step). Every query that reads entries for someone takes a :class:`Viewer` and applies
 it here, in SQL, so a caller can never forget the walls. The lookups that take no viewer
 (:meth:`Catalog.scope_of`, :meth:`Catalog.sha_of`) serve writers, which must not reveal what
-they learn.
+they learn, and :meth:`Catalog.superseded_before` the archive job, which acts on every scope.
+Only this package and the ranker (its FTS5 queries) write SQL against the catalog.
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ from __future__ import annotations
 import json
 import re
 import sqlite3
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -115,6 +116,16 @@ COLUMNS = (
     "summary, tags, actors, aliases, questions, supersedes, sources, alternatives, extra, "
     "body_len, superseded_by, line, archive_at"
 )
+
+
+# What Catalog.tally counts by: a column, or the effective status.
+_TALLIES = {
+    "type": "type",
+    "domain": "domain",
+    "scope": "scope",
+    "origin": "origin",
+    "status": "CASE WHEN superseded_by IS NOT NULL THEN 'superseded' ELSE status END",
+}
 
 
 @dataclass(frozen=True)
@@ -402,6 +413,58 @@ class Catalog:
 
     def problems(self) -> list[tuple[str, str]]:
         return list(self.db.execute("SELECT path, message FROM problems ORDER BY path"))
+
+    def tally(self, viewer: Viewer, by: str) -> dict[str, int]:
+        """How many of the viewer's entries hold each value of ``by`` (``type``, ``domain``,
+        ``scope``, ``origin``, or ``status``: the effective one), in value order."""
+        clause, params = viewer.sql_filter()
+        cur = self.db.execute(
+            f"SELECT {_TALLIES[by]} AS k, count(*) FROM entries WHERE {clause} "
+            "GROUP BY k ORDER BY k",
+            params,
+        )
+        return {str(k): int(n) for k, n in cur}
+
+    def extent(self, viewer: Viewer) -> tuple[int, int, str | None, str | None]:
+        """(entries, of them archived, first date, latest date) of the viewer's entries."""
+        clause, params = viewer.sql_filter()
+        total, archived, first, latest = self.db.execute(
+            f"SELECT count(*), count(archive), min(date), max(date) FROM entries WHERE {clause}",
+            params,
+        ).fetchone()
+        return int(total), int(archived), first, latest
+
+    def cited(self, viewer: Viewer, *, generated: bool = True) -> set[str]:
+        """Every source the viewer's entries name (``generated=False``: only those named by
+        entries no LLM wrote)."""
+        clause, params = viewer.sql_filter("e.scope")
+        sql = f"SELECT DISTINCT j.value FROM entries AS e, json_each(e.sources) AS j WHERE {clause}"
+        if not generated:
+            origins = sorted(GENERATED_ORIGINS)
+            sql += f" AND e.origin NOT IN ({','.join('?' * len(origins))})"
+            params = [*params, *origins]
+        return {str(value) for (value,) in self.db.execute(sql, params)}
+
+    def sources(self, viewer: Viewer) -> Iterator[tuple[str, list[str]]]:
+        """(id, sources) of every entry the viewer can read."""
+        clause, params = viewer.sql_filter()
+        for entry_id, sources in self.db.execute(
+            f"SELECT id, sources FROM entries WHERE {clause}", params
+        ):
+            yield entry_id, json.loads(sources)
+
+    # -- for the disk commands (no viewer: they act on every scope)
+    def superseded_before(self, cutoff: str) -> list[Row]:
+        """Loose rows whose earliest replacement (an entry of their own scope superseding them)
+        is dated before ``cutoff``, in path order: what the archive job retires."""
+        columns = ", ".join(f"e.{c}" for c in COLUMNS.split(", "))
+        cur = self.db.execute(
+            f"SELECT {columns}, e.rowid FROM entries e "
+            "JOIN edges g ON g.old = e.id JOIN entries n ON n.id = g.new AND n.scope = e.scope "
+            "WHERE e.archive IS NULL GROUP BY e.id HAVING min(n.date) < ? ORDER BY e.path",
+            (cutoff,),
+        )
+        return [row_from_db(r) for r in cur]
 
 
 def create_db(path: Path | str) -> sqlite3.Connection:
