@@ -90,7 +90,7 @@ def test_a_superseded_pick_opens_its_replacement_first(cli, monkeypatch):
 def test_the_ranker_never_places_a_replaced_decision_above_its_replacement(cli, wiki, monkeypatch):
     from llm_wiki.access import Viewer
     from llm_wiki.catalog import read_catalog
-    from llm_wiki.retrieve import Ranker, parse_question
+    from llm_wiki.ranking import Ranker, parse_question
 
     monkeypatch.setenv("LLM_WIKI_NOW", "2025-01-01")
     first = cli.json(
@@ -359,7 +359,7 @@ def test_property_replaced_decisions_never_rank_above_replacements(tmp_path_fact
     from llm_wiki.access import Viewer
     from llm_wiki.catalog import read_catalog
     from llm_wiki.entries import draft
-    from llm_wiki.retrieve import Ranker, parse_question
+    from llm_wiki.ranking import Ranker, parse_question
     from llm_wiki.wiki import Wiki, init_wiki
     from llm_wiki.write import write_entry
 

@@ -55,6 +55,7 @@ from llm_wiki.entries import NAME_RE, Entry, check_entry, decode_text, entry_fro
 from llm_wiki.errors import BackendFailed, BackendUnavailable, InvalidInput, WikiError
 from llm_wiki.files import create_no_clobber
 from llm_wiki.prompts import json_object, render_prompt
+from llm_wiki.ranking import MIN_LINE_TOKENS, Question, Ranker, parse_question, shortlist_lines
 from llm_wiki.wiki import Wiki
 from llm_wiki.write import write_entry
 
@@ -404,8 +405,6 @@ def related_rows(
     and timestamps of messages too) that the viewer's entries hold, the :data:`MAX_TERMS` with
     the highest frequency in the text times inverse document frequency in the archive.
     """
-    from llm_wiki.retrieve import MIN_LINE_TOKENS, Question, Ranker, parse_question, shortlist_lines
-
     ranker = Ranker(catalog, viewer)
     total = ranker.visible()
     said = "\n".join(_message(line) for line in text.splitlines())

@@ -98,7 +98,7 @@ def test_related_lines_cost_at_scale(size, tmp_path_factory):
     from llm_wiki.catalog import read_catalog
     from llm_wiki.entries import draft
     from llm_wiki.ingest import related_rows
-    from llm_wiki.retrieve import Ranker, parse_question
+    from llm_wiki.ranking import Ranker, parse_question
     from llm_wiki.wiki import Wiki
     from llm_wiki.write import write_entry
 

@@ -47,17 +47,17 @@ METRICS = (
 
 
 def run_eval(root: Path, weights=None, viewer=None):
-    from llm_wiki import retrieve
+    from llm_wiki import ranking
     from llm_wiki.access import Viewer
     from llm_wiki.evaluation import evaluate
     from llm_wiki.wiki import Wiki
 
-    saved = retrieve.WEIGHTS
-    retrieve.WEIGHTS = weights or saved
+    saved = ranking.WEIGHTS
+    ranking.WEIGHTS = weights or saved
     try:
         return evaluate(Wiki(root), viewer or Viewer.everyone(), QUESTIONS, k=3)
     finally:
-        retrieve.WEIGHTS = saved
+        ranking.WEIGHTS = saved
 
 
 def bm25_baseline() -> dict[str, float]:
@@ -124,8 +124,8 @@ def test_dev_set_against_bm25(clean):
 
 
 def test_column_weights_by_measurement():
-    """The weights in retrieve.Weights against alternatives, on the clean and 10k archives."""
-    from llm_wiki.retrieve import Weights
+    """The weights in ranking.Weights against alternatives, on the clean and 10k archives."""
+    from llm_wiki.ranking import Weights
 
     variants = {
         "chosen": Weights(),
@@ -233,7 +233,7 @@ def test_offline_query_wall_time_per_process():
 
 
 def test_walled_reader_ranks_on_their_own_entries():
-    """Behind walls the ranker drops FTS5's whole-catalog BM25 (see retrieve.py): the cost."""
+    """Behind walls the ranker drops FTS5's whole-catalog BM25 (see ranking.py): the cost."""
     from llm_wiki.access import Viewer
 
     walled = Viewer(name="reader", read=frozenset({"shared"}), write=None, walls=True)
