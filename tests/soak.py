@@ -214,8 +214,9 @@ class Soak:
         from llm_wiki import store
         from llm_wiki.access import Viewer
         from llm_wiki.catalog import check_index
-        from llm_wiki.consolidate import domain_states, failure_records
+        from llm_wiki.consolidate import domain_states
         from llm_wiki.errors import WikiError
+        from llm_wiki.failures import failure_records
         from llm_wiki.reads import show_entry
         from llm_wiki.verify import verify
         from llm_wiki.wiki import Wiki
@@ -273,7 +274,7 @@ class Soak:
         from llm_wiki.access import Viewer
         from llm_wiki.backends import read_calls
         from llm_wiki.catalog import read_catalog
-        from llm_wiki.consolidate import failure_records
+        from llm_wiki.failures import failure_records
         from llm_wiki.wiki import Wiki
 
         began = time.perf_counter()

@@ -490,7 +490,7 @@ def test_verifying_a_large_synthesis_is_batched_within_the_chunk_budget(cli, big
 def test_chunk_boundaries_stay_in_step_when_an_entry_comes_or_goes():
     import random
 
-    from llm_wiki.consolidate import make_chunks
+    from llm_wiki.chunking import make_chunks
 
     def greedy(ids, blocks, limit):  # the baseline: fill each chunk in order
         out, size = [[]], 0

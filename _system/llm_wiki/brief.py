@@ -33,9 +33,9 @@ from llm_wiki import backends, clock, store
 from llm_wiki.access import Viewer, scope_field, walls_on
 from llm_wiki.catalog import Catalog, Row, read_catalog
 from llm_wiki.citations import CitationProblem, Evidence, Statement, check_statements
-from llm_wiki.consolidate import FailureRecord, failure_records
 from llm_wiki.entries import GENERATED_ORIGINS, Alternative
 from llm_wiki.errors import BackendFailed, InvalidInput
+from llm_wiki.failures import FailureRecord, failure_records
 from llm_wiki.files import atomic_write
 from llm_wiki.stats import entry_stats, llm_usage
 from llm_wiki.wiki import Wiki
@@ -359,8 +359,7 @@ def _narrative(
     if not evidence_rows:
         return Narrative("none", note="no narrative: nothing new was recorded"), None
     from llm_wiki.citations import evidence_from_entry
-    from llm_wiki.consolidate import entry_block
-    from llm_wiki.prompts import json_object, render_prompt
+    from llm_wiki.prompts import entry_block, json_object, render_prompt
     from llm_wiki.reads import read_entry
 
     budget = int(wiki.settings.get("brief.narrative_budget_tokens", NARRATIVE_BUDGET))

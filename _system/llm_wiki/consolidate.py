@@ -19,19 +19,7 @@ budget (``--max-calls``, ``--max-tokens``):
 - a passing synthesis is written through :func:`write.write_entry` as ``type: synthesis``,
   ``origin: consolidated``, citing its sources and superseding the previous synthesis.
 
-Chunking. Entries are taken in (date, id) order; a chunk ends after an entry whose id hash, read
-as a number in [0, 1), is below ``tokens(entry) / chunk_tokens``, or before an entry that would
-overflow ``chunk_tokens``. Whether an entry ends a chunk depends on that entry alone, not on its
-position: with fixed-size packing one back-dated entry would shift every later boundary, and
-calendar buckets overflow in a busy month. So an added or superseded entry changes one chunk,
-sometimes the next one too, until the boundaries fall into step again (1.65 chunks on average for
-an entry inserted mid-domain, against 4.8 for fixed-size packing; an entry dated today changes
-only the last chunk). Notes are cached by chunk fingerprint; a chunk whose members all appear in
-cached notes (one that lost a superseded member, or was shifted or split) reuses those notes
-minus any note citing an entry no longer active, and an entry only such a dropped note covered is
-shown whole to the combining call. Only the chunk holding the new entry is read again: one chunk
-call plus one combining call. The price: chunks fill about 60% of the budget, so a first run
-makes about 1.5 times the calls of perfect packing.
+How a large domain is cut into chunks, and how their notes are cached: :mod:`llm_wiki.chunking`.
 """
 
 from __future__ import annotations
@@ -39,18 +27,16 @@ from __future__ import annotations
 import dataclasses
 import functools
 import hashlib
-import json
-import os
 import re
 import time
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 from llm_wiki import backends, clock, store
-from llm_wiki.access import Viewer, walls_on
+from llm_wiki.access import Viewer
 from llm_wiki.catalog import Row, read_catalog
+from llm_wiki.chunking import FORMAT, ChunkCache, make_chunks
 from llm_wiki.citations import (
     CitationProblem,
     Evidence,
@@ -62,17 +48,14 @@ from llm_wiki.citations import (
 )
 from llm_wiki.entries import Entry, check_entry, slugify
 from llm_wiki.errors import BackendFailed, BackendUnavailable, InvalidInput, WikiError
-from llm_wiki.files import atomic_write
-from llm_wiki.prompts import json_object, render_prompt
+from llm_wiki.failures import last_failures, record_failure
+from llm_wiki.prompts import entry_block, json_object, render_prompt
 from llm_wiki.reads import read_entry
 from llm_wiki.wiki import Wiki
 from llm_wiki.write import write_entry
 
-FORMAT = "1"  # part of every chunk fingerprint: bump when a chunk's notes would mean otherwise
 FINGERPRINT_FIELD = "input_fingerprint"
 SKIP_OP = "consolidate-skip"
-FAILURES_FILE = "synthesis-failures.md"
-BODY_CHARS = 1500  # of an entry's body shown in a prompt
 PREVIOUS_CHARS = 4000  # of the previous synthesis shown as context
 MAX_NOTES = 12  # statements per chunk
 OUT_TOKENS = {"final": 4096, "chunk": 2048, "verify": 1024}
@@ -155,7 +138,7 @@ def domain_states(wiki: Wiki, viewer: Viewer) -> list[DomainState]:
         elif not row.is_generated:
             evidence.setdefault(key, []).append(row)
     skipped = _logged_skips(wiki)
-    failed = _last_failures(wiki)
+    failed = last_failures(wiki)
     states = []
     for key in sorted(set(evidence) | set(current)):
         mine = sorted(evidence.get(key, ()), key=lambda r: (r.date, r.id))
@@ -400,7 +383,7 @@ class _Domain:
     blocks: dict[str, str]
     previous: Entry | None
     tally: _Tally = field(default_factory=_Tally)
-    cache: _ChunkCache | None = None
+    cache: ChunkCache | None = None
 
     @functools.cached_property
     def sha(self) -> dict[str, str]:
@@ -546,7 +529,16 @@ class _Run:
         attempts: int = 0,
     ) -> DomainResult:
         if not self.dry_run:
-            record_failure(self.wiki, state, problems, attempts=attempts, method=self.backend.name)
+            record_failure(
+                self.wiki,
+                state.scope,
+                state.domain,
+                problems,
+                entries=len(state.evidence),
+                fingerprint=state.fingerprint,
+                attempts=attempts,
+                method=self.backend.name,
+            )
         return self._result(
             state,
             "failed",
@@ -598,7 +590,7 @@ class _Run:
             return self._ask(work, "consolidate", prompt, "final", self._check_final)
         chunks = make_chunks(ids, work.blocks, self.chunk_tokens)
         work.tally.chunks = len(chunks)
-        cache = work.cache = _ChunkCache(self.wiki, work.state.scope, work.state.domain)
+        cache = work.cache = ChunkCache(self.wiki, work.state.scope, work.state.domain)
         active = set(ids)
         notes: dict[tuple[str, tuple[str, ...]], tuple[str, Statement]] = {}
         leftovers: list[str] = []  # entries whose notes were dropped: shown whole to the combiner
@@ -908,160 +900,6 @@ def _previous_text(previous: Entry | None) -> str:
     return text if len(text) <= PREVIOUS_CHARS else text[: PREVIOUS_CHARS - 1] + "…"
 
 
-def entry_block(entry: Entry) -> str:
-    """How an entry is shown in a prompt: id, date, type, tags, summary, alternatives, body."""
-    head = f"[{entry.id}] {entry.date} {entry.type}"
-    if entry.status != "active":
-        head += f" ({entry.status})"
-    if entry.tags:
-        head += " " + " ".join("#" + t.replace(" ", "-") for t in entry.tags)
-    lines = [head, "Summary: " + " ".join(entry.summary.split())]
-    if entry.alternatives_considered:
-        lines.append(
-            "Rejected: "
-            + "; ".join(f"{a.id}: {a.rejected_because}" for a in entry.alternatives_considered)
-        )
-    body = entry.body.strip()
-    if body:
-        lines.append(body if len(body) <= BODY_CHARS else body[: BODY_CHARS - 1] + "…")
-    return "\n".join(lines)
-
-
-# --------------------------------------------------------------------------- chunking
-
-
-def make_chunks(ids: Sequence[str], blocks: dict[str, str], limit: int) -> list[list[str]]:
-    """Cut ``ids`` (in (date, id) order) into chunks of at most ``limit`` tokens.
-
-    A chunk ends after an entry whose id hash, read as a number in [0, 1), is below
-    ``tokens(entry) / limit``, so whether an entry ends one depends on that entry alone. A chunk
-    that would outgrow the limit is cut before the entry that does not fit (the only cut that
-    depends on position; the next content-defined end brings the boundaries back into step).
-    """
-    target = max(1.0, float(limit))
-    chunks: list[list[str]] = []
-    current: list[str] = []
-    size = 0
-    for entry_id in ids:
-        tokens = backends.estimate_tokens(blocks[entry_id])
-        if current and size + tokens > limit:
-            chunks.append(current)
-            current, size = [], 0
-        current.append(entry_id)
-        size += tokens
-        if _unit(entry_id) < tokens / target:
-            chunks.append(current)
-            current, size = [], 0
-    if current:
-        chunks.append(current)
-    return chunks
-
-
-def _unit(entry_id: str) -> float:
-    return int(hashlib.sha256(entry_id.encode()).hexdigest()[:13], 16) / 16**13
-
-
-class _ChunkCache:
-    """Per-chunk notes of one domain, under .llm-wiki/consolidate/<scope>/<domain>.json.
-
-    Keyed by the chunk's fingerprint. A chunk made only of entries that cached notes already
-    read (a chunk that lost members, or the old half of a chunk a new entry split) reuses the
-    cached notes that cite its members and only active entries; an entry covered before but no
-    longer (its notes also cited an entry since superseded) is handed to the combining call
-    whole. Only a chunk holding an entry no cached notes have read, or one that would hand over
-    more than half its entries, is read again.
-    """
-
-    def __init__(self, wiki: Wiki, scope: str, domain: str) -> None:
-        self.path = wiki.state_dir / "consolidate" / scope / f"{domain}.json"
-        try:
-            data = json.loads(self.path.read_text(encoding="utf-8"))
-            self.chunks: dict[str, Any] = data["chunks"] if data.get("format") == FORMAT else {}
-        except (OSError, ValueError, KeyError, TypeError):
-            self.chunks = {}
-        self._holding: dict[str, list[str]] | None = None
-        self._unsaved = False
-
-    def find(
-        self, key: str, members: Sequence[str], active: set[str], *, keep: bool = True
-    ) -> tuple[list[tuple[str, Statement]], list[str]] | None:
-        """(notes, entries to hand over whole) for a chunk, or None when it must be read."""
-        wanted = set(members)
-        if key in self.chunks:
-            sources = [self.chunks[key]]
-        else:
-            holding = self._holders()
-            if any(m not in holding for m in members):
-                return None  # a new entry: read the chunk
-            sources = [
-                self.chunks[k] for k in dict.fromkeys(k for m in members for k in holding[m])
-            ]
-        covered = set().union(*(set(r["covered"]) & wanted for r in sources))
-        notes = {
-            (n[1].text, n[1].cites): n
-            for r in sources
-            for n in _notes(r["notes"])
-            if set(n[1].cites) <= active and wanted & set(n[1].cites)
-        }
-        kept = list(notes.values())
-        lost = covered - {i for _, s in kept for i in s.cites}
-        if 2 * len(lost) > len(members):
-            return None
-        if keep and key not in self.chunks:
-            self.put(key, members, kept, covered=covered, save=False)  # saved with the next
-        return kept, sorted(lost)
-
-    def _holders(self) -> dict[str, list[str]]:
-        if self._holding is None:
-            self._holding = {}
-            for key, record in self.chunks.items():
-                for member in record["members"]:
-                    self._holding.setdefault(member, []).append(key)
-        return self._holding
-
-    def put(
-        self,
-        key: str,
-        members: Sequence[str],
-        notes: list[tuple[str, Statement]],
-        *,
-        covered: set[str] | None = None,
-        save: bool = True,
-    ) -> None:
-        """Record a chunk's notes; saved at once (a run stopped by its budget keeps them)."""
-        if covered is None:
-            covered = {i for _, s in notes for i in s.cites} & set(members)
-        self.chunks[key] = {
-            "members": list(members),
-            "covered": sorted(covered),
-            "notes": [{"topic": t, "text": s.text, "cites": list(s.cites)} for t, s in notes],
-        }
-        self._holding = None
-        self._unsaved = True
-        if save:
-            self._save()
-
-    def flush(self) -> None:
-        if self._unsaved:
-            self._save()
-
-    def prune(self, keep: set[str]) -> None:
-        """Keep only the current chunks' notes (after a synthesis is written)."""
-        if set(self.chunks) - keep:
-            self.chunks = {k: v for k, v in self.chunks.items() if k in keep}
-            self._holding = None
-            self._save()
-
-    def _save(self) -> None:
-        data = json.dumps({"format": FORMAT, "chunks": self.chunks}, ensure_ascii=False)
-        atomic_write(self.path, data)
-        self._unsaved = False
-
-
-def _notes(raw: list[dict[str, Any]]) -> list[tuple[str, Statement]]:
-    return [(n.get("topic", ""), Statement(n["text"], tuple(n["cites"]))) for n in raw]
-
-
 # --------------------------------------------------------------------------- replies
 
 
@@ -1110,112 +948,3 @@ def parse_reply(text: str, *, final: bool = True) -> Reply:
         statements=tuple(statements),
         topics=tuple(topics),
     )
-
-
-# --------------------------------------------------------------------------- failures file
-
-
-def failures_path(wiki: Wiki, scope: str) -> Path:
-    """synthesis-failures.md; with walls (access.yaml), one file per scope."""
-    if walls_on(wiki):
-        return wiki.root / "synthesis-failures" / f"{scope}.md"
-    return wiki.root / FAILURES_FILE
-
-
-_FAILURES_HEAD = """# Synthesis failures
-
-Append-only, written by `llm-wiki consolidate`: each record is a synthesis that failed its checks
-(or a backend that failed), with the reason and the offending statement. The previous synthesis
-stayed current and the domain stays out of date until a run succeeds.
-"""
-
-
-def record_failure(
-    wiki: Wiki,
-    state: DomainState,
-    problems: Sequence[CitationProblem],
-    *,
-    attempts: int,
-    method: str,
-) -> None:
-    """Append one dated record to the failures file (under the write lock)."""
-    lines = [
-        "",
-        f"## {clock.stamp()} {state.key}",
-        "",
-        f"- scope: {state.scope}",
-        f"- domain: {state.domain}",
-        f"- input: {len(state.evidence)} active entries, fingerprint {state.fingerprint[:16]}",
-        f"- attempts: {attempts} ({method})" if attempts else f"- backend: {method}",
-    ]
-    for problem in problems[:20]:
-        lines.append(f"- reason: {problem.kind}: {backends.one_line(problem.detail, 400)}")
-        if problem.statement:
-            lines.append(f'  statement: "{backends.one_line(problem.statement, 400)}"')
-    if len(problems) > 20:
-        lines.append(f"- … and {len(problems) - 20} more")
-    path = failures_path(wiki, state.scope)
-    with store.locked(wiki):
-        path.parent.mkdir(parents=True, exist_ok=True)
-        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
-        try:
-            if os.fstat(fd).st_size == 0:
-                os.write(fd, _FAILURES_HEAD.encode())
-            os.write(fd, ("\n".join(lines) + "\n").encode())
-            os.fsync(fd)
-        finally:
-            os.close(fd)
-
-
-_RECORD_RE = re.compile(r"^## (\d{4}-\d\d-\d\dT\S+) (\S+)/(\S+)$", re.M)
-_REASON_RE = re.compile(r"^- reason: (.*)$", re.M)
-
-
-@dataclass(frozen=True)
-class FailureRecord:
-    """One record of the failures file: when, which (scope, domain), and why."""
-
-    time: str
-    scope: str
-    domain: str
-    reasons: tuple[str, ...]
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "time": self.time,
-            "scope": self.scope,
-            "domain": self.domain,
-            "reasons": list(self.reasons),
-        }
-
-
-def failure_records(wiki: Wiki, scopes: Iterable[str] | None = None) -> list[FailureRecord]:
-    """Every recorded failure (of ``scopes`` only, when given), oldest first."""
-    paths = [wiki.root / FAILURES_FILE]
-    if (wiki.root / "synthesis-failures").is_dir():
-        paths += sorted((wiki.root / "synthesis-failures").glob("*.md"))
-    wanted = None if scopes is None else set(scopes)
-    records = []
-    for path in paths:
-        try:
-            text = path.read_text(encoding="utf-8")
-        except FileNotFoundError:
-            continue
-        heads = list(_RECORD_RE.finditer(text))
-        for i, head in enumerate(heads):
-            stamp, scope, domain = head.groups()
-            if wanted is not None and scope not in wanted:
-                continue
-            end = heads[i + 1].start() if i + 1 < len(heads) else len(text)
-            reasons = tuple(_REASON_RE.findall(text, head.end(), end))
-            records.append(FailureRecord(stamp, scope, domain, reasons))
-    return sorted(records, key=lambda r: (r.time, r.scope, r.domain))
-
-
-def _last_failures(wiki: Wiki) -> dict[tuple[str, str], str]:
-    """(scope, domain) -> the day of its last recorded failure."""
-    last: dict[tuple[str, str], str] = {}
-    for record in failure_records(wiki):
-        key = (record.scope, record.domain)
-        last[key] = max(last.get(key, ""), record.time[:10])
-    return last

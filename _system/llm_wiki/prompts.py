@@ -1,5 +1,6 @@
-"""Prompt templates (jinja2 files in ``templates/prompts/``) and reading JSON out of replies;
-:func:`render_template` renders the other file templates (briefing, plists, units).
+"""Prompt templates (jinja2 files in ``templates/prompts/``), how an entry is shown in a prompt
+(:func:`entry_block`), and reading JSON out of replies; :func:`render_template` renders the
+other file templates (briefing, plists, units).
 
 Shared by every flow that asks an LLM something. jinja2 is imported only when a prompt is
 rendered, so commands that never ask (``write``, ``list``, ``--help``) never load it.
@@ -12,7 +13,10 @@ import json
 import re
 from typing import Any
 
+from llm_wiki.entries import Entry
 from llm_wiki.wiki import TEMPLATES
+
+BODY_CHARS = 1500  # of an entry's body shown in a prompt
 
 
 @functools.cache
@@ -52,6 +56,25 @@ def _files_environment() -> Any:
 def render_template(name: str, **context: Any) -> str:
     """Render a file template, ``templates/<name>`` (briefing, plists, units), as written."""
     return str(_files_environment().get_template(name).render(**context))
+
+
+def entry_block(entry: Entry) -> str:
+    """How an entry is shown in a prompt: id, date, type, tags, summary, alternatives, body."""
+    head = f"[{entry.id}] {entry.date} {entry.type}"
+    if entry.status != "active":
+        head += f" ({entry.status})"
+    if entry.tags:
+        head += " " + " ".join("#" + t.replace(" ", "-") for t in entry.tags)
+    lines = [head, "Summary: " + " ".join(entry.summary.split())]
+    if entry.alternatives_considered:
+        lines.append(
+            "Rejected: "
+            + "; ".join(f"{a.id}: {a.rejected_because}" for a in entry.alternatives_considered)
+        )
+    body = entry.body.strip()
+    if body:
+        lines.append(body if len(body) <= BODY_CHARS else body[: BODY_CHARS - 1] + "…")
+    return "\n".join(lines)
 
 
 _FENCE_RE = re.compile(r"^```[a-zA-Z]*\s*\n(.*?)\n```\s*$", re.S)
