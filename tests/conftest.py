@@ -38,7 +38,7 @@ def clean_env(monkeypatch, tmp_path_factory):
 
 @pytest.fixture
 def wiki_path(tmp_path) -> Path:
-    from llm_wiki.wiki import init_wiki
+    from llm_wiki.create import init_wiki
 
     path = tmp_path / "wiki"
     init_wiki(path)

@@ -87,7 +87,7 @@ class SoakResult:
 
 class Soak:
     def __init__(self, root: Path, *, start: str, per_day: int, fail_days: dict[int, str]) -> None:
-        from llm_wiki.wiki import init_wiki
+        from llm_wiki.create import init_wiki
 
         self.root = root
         self.wiki_path = root / "wiki"

@@ -26,7 +26,7 @@ EXPLAINED = {
 @pytest.fixture(scope="module")
 def corpora_wiki(tmp_path_factory):
     from conftest import Cli
-    from llm_wiki.wiki import init_wiki
+    from llm_wiki.create import init_wiki
 
     path = tmp_path_factory.mktemp("corpora") / "wiki"
     init_wiki(path)

@@ -358,9 +358,10 @@ def test_property_replaced_decisions_never_rank_above_replacements(tmp_path_fact
 
     from llm_wiki.access import Viewer
     from llm_wiki.catalog import read_catalog
+    from llm_wiki.create import init_wiki
     from llm_wiki.entries import draft
     from llm_wiki.ranking import Ranker, parse_question
-    from llm_wiki.wiki import Wiki, init_wiki
+    from llm_wiki.wiki import Wiki
     from llm_wiki.write import write_entry
 
     entry_spec = st.tuples(

@@ -93,7 +93,7 @@ def test_the_repo_launchd_folder_is_what_the_templates_render():
 @pytest.mark.skipif(shutil.which("systemd-analyze") is None, reason="needs systemd-analyze")
 @pytest.mark.parametrize("name", ["wiki", "my wiki & 100%"])
 def test_units_pass_systemd_analyze_verify(tmp_path, name):
-    from llm_wiki.wiki import init_wiki
+    from llm_wiki.create import init_wiki
 
     wiki = tmp_path / name
     init_wiki(wiki)

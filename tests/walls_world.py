@@ -35,8 +35,8 @@ from hypothesis import strategies as st
 import mock_llm
 from conftest import Cli
 from llm_wiki.backends import MockBackend, read_calls
+from llm_wiki.create import init_wiki
 from llm_wiki.entries import parse_entry
-from llm_wiki.wiki import init_wiki
 
 SCOPE_POOL = ("matter-kestrel", "matter-osprey", "hr-plover", "deal-egret", "ops-heron")
 NEVER_SCOPE = "matter-nowhere"  # a scope no entry and no reader has

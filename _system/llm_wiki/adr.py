@@ -34,7 +34,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from llm_wiki.access import Viewer
+from llm_wiki.access import Viewer, require_write
+from llm_wiki.catalog import read_catalog
 from llm_wiki.entries import (
     NAME_RE,
     Alternative,
@@ -46,6 +47,7 @@ from llm_wiki.entries import (
 )
 from llm_wiki.errors import InvalidInput
 from llm_wiki.wiki import Wiki
+from llm_wiki.write import write_entry
 
 SKIP_STEMS = frozenset({"readme", "index", "template", "adr-template", "0000-template"})
 SUMMARY_LIMIT = 280
@@ -680,8 +682,6 @@ def import_adr(
     """Import every ``*.md`` record in ``folder`` as a decision entry (see the module doc), into
     ``scope`` (default: settings.yaml ``default_scope``), which the reader must be allowed to
     write: a refused import writes nothing."""
-    from llm_wiki.access import require_write
-    from llm_wiki.write import write_entry
 
     folder = Path(folder)
     domain = domain or slugify(folder.resolve().name, 63).strip("-") or "adr"
@@ -805,7 +805,6 @@ def _oldest_first(
 
 def _existing_imports(wiki: Wiki, viewer: Viewer, domain: str, scope: str) -> dict[str, str]:
     """adr file name -> entry id, for records already imported into this domain and scope."""
-    from llm_wiki.catalog import read_catalog
 
     found: dict[str, str] = {}
     with read_catalog(wiki) as catalog:

@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 from llm_wiki import clock
+from llm_wiki.entries import load_yaml
 from llm_wiki.errors import BackendFailed, BackendUnavailable, InvalidInput, WikiError
 from llm_wiki.wiki import Wiki
 
@@ -270,12 +271,7 @@ def _mock_file_response(path: Path, prompt: str, purpose: str) -> str:
         exec(compile(path.read_text(encoding="utf-8"), str(path), "exec"), namespace)  # noqa: S102 - test scripts only
         return str(namespace["respond"](prompt, purpose))
     text = path.read_text(encoding="utf-8")
-    if path.suffix == ".json":
-        rules = json.loads(text)
-    else:
-        from llm_wiki.entries import load_yaml
-
-        rules = load_yaml(text, str(path))
+    rules = json.loads(text) if path.suffix == ".json" else load_yaml(text, str(path))
     for rule in rules or []:
         if isinstance(rule, str):
             return rule
@@ -333,7 +329,7 @@ class AnthropicBackend(Backend):
         timeout = _env_number(ENV_TIMEOUT, self.timeout_s)
         retries = int(_env_number(ENV_RETRIES, self.max_retries))
         try:
-            import anthropic
+            import anthropic  # deferred: the SDK costs seconds to import; only this backend needs it
         except ImportError:  # pragma: no cover - a dependency of the package
             raise BackendUnavailable(
                 "the anthropic SDK is not installed: pip install anthropic, or use "
@@ -426,7 +422,7 @@ class ClaudeCliBackend(Backend):
     timeout_s: ClassVar[float] = 120.0
 
     def check(self) -> None:
-        import shutil
+        import shutil  # deferred: only the claude-cli backend looks for an executable
 
         if shutil.which(self.executable) is None:
             raise BackendUnavailable(
@@ -437,7 +433,7 @@ class ClaudeCliBackend(Backend):
     def complete(
         self, prompt: str, *, system: str = "", max_tokens: int = 1024, purpose: str = ""
     ) -> Completion:
-        import subprocess
+        import subprocess  # deferred: only the claude-cli backend runs a process
 
         self.check()
         timeout = _env_number(ENV_TIMEOUT, self.timeout_s)

@@ -32,11 +32,19 @@ from typing import Any
 from llm_wiki import backends, clock, store
 from llm_wiki.access import Viewer, scope_field, walls_on
 from llm_wiki.catalog import Catalog, Row, read_catalog
-from llm_wiki.citations import CitationProblem, Evidence, Statement, check_statements
+from llm_wiki.citations import (
+    CitationProblem,
+    Evidence,
+    Statement,
+    check_statements,
+    evidence_from_entry,
+)
 from llm_wiki.entries import GENERATED_ORIGINS, Alternative
 from llm_wiki.errors import BackendFailed, InvalidInput
 from llm_wiki.failures import FailureRecord, failure_records
 from llm_wiki.files import atomic_write
+from llm_wiki.prompts import entry_block, json_object, render_prompt, render_template
+from llm_wiki.reads import read_entry
 from llm_wiki.stats import entry_stats, llm_usage
 from llm_wiki.wiki import Wiki
 
@@ -191,7 +199,6 @@ class Briefing:
         }
 
     def markdown(self) -> str:
-        from llm_wiki.prompts import render_template
 
         return render_template("brief/briefing.md.j2", b=self, cap=LIST_CAP)
 
@@ -358,9 +365,6 @@ def _narrative(
     evidence_rows = [r for r in new_rows if not r.is_generated]
     if not evidence_rows:
         return Narrative("none", note="no narrative: nothing new was recorded"), None
-    from llm_wiki.citations import evidence_from_entry
-    from llm_wiki.prompts import entry_block, json_object, render_prompt
-    from llm_wiki.reads import read_entry
 
     budget = int(wiki.settings.get("brief.narrative_budget_tokens", NARRATIVE_BUDGET))
     blocks: list[str] = []

@@ -1,13 +1,17 @@
 """The ``llm-wiki`` command: a thin adapter over the library (the only module importing click).
 
 Each command resolves the wiki and reader, calls one library function, and prints human text or
-``--json``. Library modules are imported inside the commands so ``--help`` and ``write`` stay fast.
+``--json``. Library modules are imported inside the commands (each marked ``# deferred: start-up``)
+so ``--help`` and ``write`` stay fast.
 """
 
 from __future__ import annotations
 
+import inspect
 import json
+import os
 import sys
+import textwrap
 from collections.abc import Callable
 from typing import Any, TypeVar
 
@@ -29,9 +33,6 @@ class _ExampleHelp:
         return super().get_short_help_str(limit=500)  # type: ignore[misc]
 
     def format_help_text(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
-        import inspect
-        import textwrap
-
         text, _, examples = inspect.cleandoc(self.help or "").partition("Example usage:")
         formatter.write_paragraph()
         with formatter.indentation():
@@ -120,8 +121,8 @@ def _wiki_option(func: F) -> F:
 
 def _context(wiki_path: str | None, reader: str | None) -> tuple[Any, Any]:
     """The wiki and viewer for this invocation (command flags win over group flags)."""
-    from llm_wiki.access import resolve_viewer
-    from llm_wiki.wiki import resolve_wiki
+    from llm_wiki.access import resolve_viewer  # deferred: start-up
+    from llm_wiki.wiki import resolve_wiki  # deferred: start-up
 
     obj = click.get_current_context().find_root().obj or {}
     wiki = resolve_wiki(wiki_path or obj.get("wiki_path"))
@@ -132,8 +133,8 @@ def _context(wiki_path: str | None, reader: str | None) -> tuple[Any, Any]:
 def _disk_context(wiki_path: str | None, reader: str | None, command: str) -> Any:
     """The wiki of a command that acts on the disk, for every scope (index, archive, sync):
     under walls it runs without a reader or as an admin (see access.disk_viewer)."""
-    from llm_wiki.access import disk_viewer
-    from llm_wiki.wiki import resolve_wiki
+    from llm_wiki.access import disk_viewer  # deferred: start-up
+    from llm_wiki.wiki import resolve_wiki  # deferred: start-up
 
     obj = click.get_current_context().find_root().obj or {}
     wiki = resolve_wiki(wiki_path or obj.get("wiki_path"))
@@ -187,10 +188,10 @@ def wiki_init(path: str | None, as_json: bool, wiki_path: str | None) -> None:
         llm-wiki init ~/llm-wiki
         llm-wiki init --wiki ~/team-wiki --json
     """
-    import os
-    from pathlib import Path
+    from pathlib import Path  # deferred: pathlib is not loaded for --help
 
-    from llm_wiki.wiki import ENV_DIR, init_wiki
+    from llm_wiki.create import init_wiki  # deferred: start-up
+    from llm_wiki.wiki import ENV_DIR  # deferred: start-up
 
     obj = click.get_current_context().find_root().obj or {}
     target = (
@@ -294,8 +295,8 @@ def entry_write(
             --body "Context and consequences..."
         llm-wiki write --from entry.md --json
     """
-    from llm_wiki.entries import draft, load_draft
-    from llm_wiki.write import write_entry
+    from llm_wiki.entries import draft, load_draft  # deferred: start-up
+    from llm_wiki.write import write_entry  # deferred: start-up
 
     if body is not None and body_file is not None:
         raise InvalidInput("give --body or --body-file, not both.")
@@ -345,7 +346,7 @@ def entry_write(
 
 
 def _read_input(name: str, flag: str) -> str:
-    from llm_wiki.entries import decode_text
+    from llm_wiki.entries import decode_text  # deferred: start-up
 
     try:
         if name == "-":
@@ -372,7 +373,7 @@ def entry_show(entry_id: str, as_json: bool, wiki_path: str | None, reader: str 
 
         llm-wiki show 2026-05-02-use-postgres-for-the-ledger-f685
     """
-    from llm_wiki.reads import show_entry
+    from llm_wiki.reads import show_entry  # deferred: start-up
 
     wiki, viewer = _context(wiki_path, reader)
     shown = show_entry(wiki, entry_id, viewer)
@@ -432,7 +433,7 @@ def entry_list(
         llm-wiki list --domain platform --status active
         llm-wiki list --actor alice --since 2026-01-01 --json
     """
-    from llm_wiki.reads import list_entries
+    from llm_wiki.reads import list_entries  # deferred: start-up
 
     wiki, viewer = _context(wiki_path, reader)
     page = list_entries(
@@ -486,7 +487,7 @@ def index_build(check: bool, as_json: bool, wiki_path: str | None, reader: str |
         llm-wiki index
         llm-wiki index --check
     """
-    from llm_wiki.catalog import check_index, rebuild_index
+    from llm_wiki.catalog import check_index, rebuild_index  # deferred: start-up
 
     wiki = _disk_context(wiki_path, reader, "index")
     result = check_index(wiki) if check else rebuild_index(wiki)
@@ -520,7 +521,7 @@ def wiki_verify(as_json: bool, wiki_path: str | None, reader: str | None) -> Non
 
         llm-wiki verify
     """
-    from llm_wiki.verify import verify
+    from llm_wiki.verify import verify  # deferred: start-up
 
     wiki, viewer = _context(wiki_path, reader)
     result = verify(wiki, viewer)
@@ -545,7 +546,7 @@ def wiki_stats(as_json: bool, wiki_path: str | None, reader: str | None) -> None
 
         llm-wiki stats --json
     """
-    from llm_wiki.reads import wiki_stats as compute
+    from llm_wiki.reads import wiki_stats as compute  # deferred: start-up
 
     wiki, viewer = _context(wiki_path, reader)
     stats = compute(wiki, viewer)
@@ -651,8 +652,8 @@ def wiki_consolidate(
         llm-wiki consolidate --domain ledger --dry-run
         llm-wiki consolidate --max-calls 10 --max-tokens 100000 --json
     """
-    from llm_wiki.backends import get_backend
-    from llm_wiki.consolidate import consolidate
+    from llm_wiki.backends import get_backend  # deferred: start-up
+    from llm_wiki.consolidate import consolidate  # deferred: start-up
 
     wiki, viewer = _context(wiki_path, reader)
     result = consolidate(
@@ -728,7 +729,7 @@ def wiki_archive(
         llm-wiki archive --dry-run
         llm-wiki archive --older-than 180d --json
     """
-    from llm_wiki.archive import archive_entries, parse_age
+    from llm_wiki.archive import archive_entries, parse_age  # deferred: start-up
 
     wiki = _disk_context(wiki_path, reader, "archive")
     days = parse_age(older_than) if older_than is not None else None
@@ -783,7 +784,7 @@ def wiki_sync(
         llm-wiki sync
         llm-wiki sync --remote origin --json
     """
-    from llm_wiki.sync import sync_wiki
+    from llm_wiki.sync import sync_wiki  # deferred: start-up
 
     wiki = _disk_context(wiki_path, reader, "sync")
     result = sync_wiki(wiki, remote=remote, push=not no_push)
@@ -841,7 +842,7 @@ def wiki_lint(
         llm-wiki lint --json
         llm-wiki lint --with-llm --max-calls 5
     """
-    from llm_wiki.lint import lint
+    from llm_wiki.lint import lint  # deferred: start-up
 
     wiki, viewer = _context(wiki_path, reader)
     result = lint(
@@ -915,7 +916,7 @@ def wiki_query(
         llm-wiki query "Why SQS?" --backend anthropic --json
         llm-wiki query "How do we deploy?" --backend claude-cli --file-back
     """
-    from llm_wiki.retrieve import query
+    from llm_wiki.retrieve import query  # deferred: start-up
 
     wiki, viewer = _context(wiki_path, reader)
     answer = query(
@@ -979,7 +980,7 @@ def adr_import(
         llm-wiki import-adr architecture-decision-records --json
         llm-wiki --as alice import-adr matters/acme/adr --scope matter-acme
     """
-    from llm_wiki.adr import import_adr
+    from llm_wiki.adr import import_adr  # deferred: start-up
 
     wiki, viewer = _context(wiki_path, reader)
     result = import_adr(wiki, folder, viewer=viewer, domain=domain, scope=scope)
@@ -1023,7 +1024,7 @@ def wiki_eval(
         llm-wiki eval tests/data/eval/tdr-dev.jsonl
         llm-wiki eval questions.jsonl --k 5 --json
     """
-    from llm_wiki.evaluation import evaluate
+    from llm_wiki.evaluation import evaluate  # deferred: start-up
 
     wiki, viewer = _context(wiki_path, reader)
     result = evaluate(wiki, viewer, questions, k=k)
@@ -1106,7 +1107,7 @@ def wiki_ingest(
         cat notes.md | llm-wiki ingest - --kind document --dry-run --json
         llm-wiki ingest --inbox ~/llm-wiki-inbox --quiet-minutes 10
     """
-    from llm_wiki.ingest import ingest, ingest_file, ingest_inbox
+    from llm_wiki.ingest import ingest, ingest_file, ingest_inbox  # deferred: start-up
 
     if (path is None) == (inbox is None):
         raise InvalidInput("give either PATH (or - for stdin) or --inbox DIR.")
@@ -1228,7 +1229,7 @@ def wiki_brief(
         llm-wiki brief --save
         llm-wiki brief --out ~/Desktop/briefing.md
     """
-    from llm_wiki.brief import brief, save_briefings
+    from llm_wiki.brief import brief, save_briefings  # deferred: start-up
 
     wiki, viewer = _context(wiki_path, reader)
     if save:
@@ -1251,9 +1252,9 @@ def wiki_brief(
         if out is None or out == "-":
             click.echo(text, nl=False)
         else:
-            from pathlib import Path
+            from pathlib import Path  # deferred: pathlib is not loaded for --help
 
-            from llm_wiki.files import atomic_write
+            from llm_wiki.files import atomic_write  # deferred: start-up
 
             atomic_write(Path(out).expanduser(), text)
             click.echo(f"Wrote {out}", err=True)
@@ -1315,8 +1316,8 @@ def _schedule_options(func: F) -> F:
 def _schedule_layout(
     wiki_path: str | None, python: str | None, bin_dir: str | None, env_file: str | None
 ) -> Any:
-    from llm_wiki.schedule import layout
-    from llm_wiki.wiki import resolve_wiki
+    from llm_wiki.schedule import layout  # deferred: start-up
+    from llm_wiki.wiki import resolve_wiki  # deferred: start-up
 
     obj = click.get_current_context().find_root().obj or {}
     wiki = resolve_wiki(wiki_path or obj.get("wiki_path"))
@@ -1324,7 +1325,7 @@ def _schedule_layout(
 
 
 def _platform(platform: str | None) -> str:
-    from llm_wiki.schedule import default_platform
+    from llm_wiki.schedule import default_platform  # deferred: start-up
 
     return platform or default_platform()
 
@@ -1349,9 +1350,9 @@ def schedule_render(
         llm-wiki schedule render --platform systemd
         llm-wiki schedule render --platform launchd --out ./agents
     """
-    from pathlib import Path
+    from pathlib import Path  # deferred: pathlib is not loaded for --help
 
-    from llm_wiki.schedule import render, write_rendered
+    from llm_wiki.schedule import render, write_rendered  # deferred: start-up
 
     where = _schedule_layout(wiki_path, python, bin_dir, env_file)
     files = render(_platform(platform), where)
@@ -1394,9 +1395,9 @@ def schedule_install(
         llm-wiki schedule install
         llm-wiki schedule install --platform systemd --dest ~/.config/systemd/user
     """
-    from pathlib import Path
+    from pathlib import Path  # deferred: pathlib is not loaded for --help
 
-    from llm_wiki.schedule import install
+    from llm_wiki.schedule import install  # deferred: start-up
 
     where = _schedule_layout(wiki_path, python, bin_dir, env_file)
     result = install(_platform(platform), where, dest=Path(dest).expanduser() if dest else None)
@@ -1427,9 +1428,9 @@ def schedule_uninstall(dest: str | None, platform: str | None, as_json: bool) ->
 
         llm-wiki schedule uninstall
     """
-    from pathlib import Path
+    from pathlib import Path  # deferred: pathlib is not loaded for --help
 
-    from llm_wiki.schedule import uninstall
+    from llm_wiki.schedule import uninstall  # deferred: start-up
 
     result = uninstall(_platform(platform), dest=Path(dest).expanduser() if dest else None)
     if as_json:
@@ -1464,9 +1465,9 @@ def schedule_status(
         llm-wiki schedule status
         llm-wiki schedule status --json
     """
-    from pathlib import Path
+    from pathlib import Path  # deferred: pathlib is not loaded for --help
 
-    from llm_wiki.schedule import status
+    from llm_wiki.schedule import status  # deferred: start-up
 
     where = _schedule_layout(wiki_path, python, bin_dir, env_file)
     result = status(_platform(platform), where, dest=Path(dest).expanduser() if dest else None)
@@ -1523,9 +1524,9 @@ def skills_install(dest: str | None, as_json: bool) -> None:
         llm-wiki skills install
         llm-wiki skills install --dest ~/project/.claude/skills --json
     """
-    from pathlib import Path
+    from pathlib import Path  # deferred: pathlib is not loaded for --help
 
-    from llm_wiki.skills import install_skills
+    from llm_wiki.skills import install_skills  # deferred: start-up
 
     result = install_skills(Path(dest) if dest else None)
     if as_json:
@@ -1549,7 +1550,7 @@ def wiki_mcp(wiki_path: str | None, reader: str | None) -> None:
         llm-wiki mcp --wiki ~/llm-wiki
         claude mcp add llm-wiki -- llm-wiki mcp --wiki ~/llm-wiki
     """
-    from llm_wiki.mcp_server import serve
+    from llm_wiki.mcp_server import serve  # deferred: start-up
 
     wiki, viewer = _context(wiki_path, reader)
     serve(wiki, viewer)

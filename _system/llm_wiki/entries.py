@@ -12,6 +12,7 @@ from __future__ import annotations
 import dataclasses
 import datetime as dt
 import functools
+import json
 import re
 import unicodedata
 from collections.abc import Iterator, Mapping, Sequence
@@ -147,7 +148,7 @@ def dump_entry(entry: Entry) -> str:
         else:
             out.append(f"{key}: {_scalar_text(value)}")
     if entry.extra:
-        import yaml
+        import yaml  # deferred: PyYAML, only for fields beyond the tool's own
 
         head = yaml.dump(
             dict(entry.extra),
@@ -250,7 +251,7 @@ _CLOSE_RE = re.compile(r"\n---[ \t]*(?:\r?\n|$)")
 
 def load_yaml(text: str, what: str) -> Any:
     """Parse YAML with the C safe loader (PyYAML's pure-Python loader is ~10x slower)."""
-    import yaml
+    import yaml  # deferred: PyYAML; `write` reads its config from a cache instead
 
     loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
     try:
@@ -722,8 +723,6 @@ def load_draft(text: str, what: str) -> dict[str, Any]:
         data, body = _read_frontmatter(stripped, what)
         return {**data, "body": body}
     if stripped.lstrip().startswith("{"):
-        import json
-
         try:
             data = json.loads(stripped)
         except json.JSONDecodeError as exc:

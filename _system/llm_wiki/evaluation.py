@@ -36,6 +36,7 @@ from llm_wiki.backends import get_backend
 from llm_wiki.catalog import read_catalog
 from llm_wiki.entries import decode_text
 from llm_wiki.errors import InvalidInput
+from llm_wiki.retrieve import budget_and_k, retrieve
 from llm_wiki.wiki import Wiki
 
 
@@ -186,7 +187,6 @@ def evaluate(
     model: str | None = None,
 ) -> EvalResult:
     """Run every question of ``path`` through retrieval and score it (see the module doc)."""
-    from llm_wiki.retrieve import budget_and_k, retrieve
 
     k, budget = budget_and_k(wiki, k, budget)
     questions = load_questions(path)

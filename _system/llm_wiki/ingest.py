@@ -54,8 +54,10 @@ from llm_wiki.citations import CitationProblem, Evidence, check_facts, check_quo
 from llm_wiki.entries import NAME_RE, Entry, check_entry, decode_text, entry_from_mapping, slugify
 from llm_wiki.errors import BackendFailed, BackendUnavailable, InvalidInput, WikiError
 from llm_wiki.files import create_no_clobber
+from llm_wiki.lint import DUPLICATE_JACCARD, summary_overlap
 from llm_wiki.prompts import json_object, render_prompt
 from llm_wiki.ranking import MIN_LINE_TOKENS, Question, Ranker, parse_question, shortlist_lines
+from llm_wiki.stats import entry_stats
 from llm_wiki.wiki import Wiki
 from llm_wiki.write import write_entry
 
@@ -486,7 +488,6 @@ def _judge(
     accepted: Sequence[_Accepted],
 ) -> tuple[_Accepted | None, list[CitationProblem], str]:
     """A proposal as an entry ready to write, or the problems that keep it out."""
-    from llm_wiki.lint import DUPLICATE_JACCARD, summary_overlap
 
     summary = " ".join(str(item.get("summary") or "").split())
     problems: list[CitationProblem] = []
@@ -708,7 +709,6 @@ def _ingest(
     )
     calls = tokens_in = tokens_out = 0
     proposals: list[tuple[_Part, dict[str, Any]]] = []
-    from llm_wiki.stats import entry_stats
 
     with read_catalog(wiki) as catalog:
         narrowed = scope_viewer(viewer, scope, catalog)

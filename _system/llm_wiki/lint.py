@@ -32,7 +32,9 @@ from llm_wiki.catalog import Row, read_catalog
 from llm_wiki.citations import find_quote
 from llm_wiki.entries import Entry, check_entry
 from llm_wiki.errors import WikiError
+from llm_wiki.prompts import json_object, render_prompt
 from llm_wiki.reads import read_entry
+from llm_wiki.verify import verify
 from llm_wiki.wiki import Wiki
 
 LEVELS = ("error", "warning", "info")
@@ -258,7 +260,6 @@ def _cycles(graph: dict[str, list[str]]) -> list[list[str]]:
 
 
 def _tamper(wiki: Wiki, viewer: Viewer) -> list[Finding]:
-    from llm_wiki.verify import verify
 
     return [
         Finding(
@@ -479,7 +480,6 @@ def _contradictions(
     limit: int,
 ) -> tuple[list[Finding], int]:
     """Ask about groups of active entries of one domain that share a tag, within ``limit`` calls."""
-    from llm_wiki.prompts import json_object, render_prompt
 
     budget = int(wiki.settings.get("lint.group_tokens", 6000))
     groups = _tag_groups(rows, entries, budget)

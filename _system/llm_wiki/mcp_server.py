@@ -21,9 +21,14 @@ from collections.abc import Callable
 from typing import Annotated, Any, TypeVar
 
 from llm_wiki import __version__
-from llm_wiki.access import Viewer
+from llm_wiki.access import Viewer, resolve_viewer
+from llm_wiki.brief import brief
+from llm_wiki.entries import draft
 from llm_wiki.errors import InvalidInput, WikiError
+from llm_wiki.reads import list_entries, show_entry
+from llm_wiki.retrieve import query
 from llm_wiki.wiki import Wiki
+from llm_wiki.write import write_entry
 
 LIST_DEFAULT = 20
 LIST_MAX = 100
@@ -75,7 +80,6 @@ def build_server(wiki: Wiki, viewer: Viewer) -> Any:
     The reader is fixed; what it may read and write is read from access.yaml at every call, so
     a scope withdrawn (or walls put up) while the server runs holds at once, not at restart.
     """
-    from llm_wiki.access import resolve_viewer
 
     reader = viewer.name or None
 
@@ -83,12 +87,12 @@ def build_server(wiki: Wiki, viewer: Viewer) -> Any:
         return resolve_viewer(wiki, reader)
 
     try:
-        from mcp.server.mcpserver import MCPServer
+        from mcp.server.mcpserver import MCPServer  # deferred: the MCP SDK, only `llm-wiki mcp`
     except ImportError as exc:  # pragma: no cover - mcp is a dependency
         raise WikiError(f"the MCP SDK 2.x is missing ({exc}); pip install 'mcp>=2'.") from None
-    from mcp.server.mcpserver.exceptions import ToolError
-    from mcp.types import ToolAnnotations
-    from pydantic import BaseModel, Field
+    from mcp.server.mcpserver.exceptions import ToolError  # deferred: the MCP SDK
+    from mcp.types import ToolAnnotations  # deferred: the MCP SDK
+    from pydantic import BaseModel, Field  # deferred: pydantic, with the MCP SDK
 
     types = list(wiki.schema.types)
     statuses = list(wiki.schema.statuses)
@@ -186,8 +190,6 @@ def build_server(wiki: Wiki, viewer: Viewer) -> Any:
             bool, Field(description="Validate and return the entry's text; write nothing.")
         ] = False,
     ) -> dict[str, Any]:
-        from llm_wiki.entries import draft
-        from llm_wiki.write import write_entry
 
         entry = draft(
             {"alternatives_considered": [a.model_dump() for a in alternatives]},
@@ -230,7 +232,6 @@ def build_server(wiki: Wiki, viewer: Viewer) -> Any:
             int | None, Field(description="Entries to open (default 3).", ge=1, le=20)
         ] = None,
     ) -> dict[str, Any]:
-        from llm_wiki.retrieve import query
 
         return dict(query(wiki, viewer_now(), question, k=k).to_dict())
 
@@ -251,7 +252,6 @@ def build_server(wiki: Wiki, viewer: Viewer) -> Any:
             int, Field(description="Longest body returned; the rest is cut.", ge=100)
         ] = SHOW_MAX_CHARS,
     ) -> dict[str, Any]:
-        from llm_wiki.reads import show_entry
 
         shown = show_entry(wiki, id.strip(), viewer_now())
         data = shown.row.to_dict()
@@ -293,7 +293,6 @@ def build_server(wiki: Wiki, viewer: Viewer) -> Any:
             str | None, Field(description="next_cursor from the previous page; omit at first.")
         ] = None,
     ) -> dict[str, Any]:
-        from llm_wiki.reads import list_entries
 
         filters = {"type": type, "domain": domain, "tag": tag, "status": status, "since": since}
         offset = _decode_cursor(cursor, filters) if cursor else 0
@@ -320,7 +319,6 @@ def build_server(wiki: Wiki, viewer: Viewer) -> Any:
     def wiki_brief(
         days: Annotated[int, Field(description="Days back, today included.", ge=1, le=366)] = 7,
     ) -> dict[str, Any]:
-        from llm_wiki.brief import brief
 
         result = brief(wiki, viewer_now(), days=days)
         return {

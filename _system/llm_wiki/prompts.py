@@ -21,7 +21,7 @@ BODY_CHARS = 1500  # of an entry's body shown in a prompt
 
 @functools.cache
 def _environment() -> Any:
-    import jinja2
+    import jinja2  # deferred: only the flows that ask an LLM render prompts
 
     return jinja2.Environment(
         loader=jinja2.FileSystemLoader(str(TEMPLATES / "prompts")),
@@ -40,7 +40,7 @@ def render_prompt(name: str, **context: Any) -> str:
 
 @functools.cache
 def _files_environment() -> Any:
-    import jinja2
+    import jinja2  # deferred: only the briefing and the schedule render files
 
     return jinja2.Environment(
         loader=jinja2.FileSystemLoader(str(TEMPLATES)),

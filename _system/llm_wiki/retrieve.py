@@ -41,7 +41,8 @@ from llm_wiki.access import Viewer, scope_field
 from llm_wiki.backends import Backend, call, estimate_tokens, get_backend
 from llm_wiki.catalog import Catalog, Row, read_catalog
 from llm_wiki.citations import Statement, check_statements, evidence_from_entry, extract_cited
-from llm_wiki.errors import InvalidInput
+from llm_wiki.entries import Entry, dump_entry
+from llm_wiki.errors import InvalidInput, WikiError
 from llm_wiki.prompts import json_object, render_prompt
 from llm_wiki.ranking import (
     MIN_LINE_TOKENS,
@@ -52,7 +53,9 @@ from llm_wiki.ranking import (
     parse_question,
     shortlist_lines,
 )
+from llm_wiki.reads import read_entry
 from llm_wiki.wiki import Wiki
+from llm_wiki.write import write_entry
 
 MIN_BUDGET = 1000
 DEFAULT_K = 3
@@ -409,7 +412,6 @@ def _generated(
     budget: int,
     file_back: bool,
 ) -> Answer:
-    from llm_wiki.reads import read_entry
 
     entries = [(s, read_entry(wiki, s.row)[0]) for s in got.opened]
     system = render_prompt("query_system.j2")
@@ -487,7 +489,6 @@ def _answer_prompt(question: Question, entries: Sequence[tuple[Source, Any]], bu
 def entry_text(entry: Any, cap: int | None, terms: Sequence[str] = ()) -> str:
     """An entry as shown to the LLM: its frontmatter whole, its body excerpted to fit ``cap``
     tokens (paragraphs sharing the question's terms first, kept in their original order)."""
-    from llm_wiki.entries import dump_entry
 
     head = dump_entry(dataclasses.replace(entry, body=""))
     if cap is None or estimate_tokens(head + entry.body) <= cap:
@@ -540,9 +541,6 @@ def _file_back(wiki: Wiki, viewer: Viewer, answer: Answer, opened: Sequence[Any]
     """File a generated answer back as an entry, only if it passes the checks every LLM writer
     passes (:mod:`llm_wiki.citations`): it cites, cites only opened evidence of its one scope,
     and its numbers, dates and quotes occur in what it cites."""
-    from llm_wiki.entries import Entry
-    from llm_wiki.errors import WikiError
-    from llm_wiki.write import write_entry
 
     cited = [c.source.row for c in answer.cited if c.source is not None]
     scopes = {s.row.scope for s in answer.opened}

@@ -35,6 +35,7 @@ from typing import Any
 
 from llm_wiki.errors import InvalidInput, WikiError
 from llm_wiki.files import atomic_write
+from llm_wiki.prompts import render_template
 
 PLATFORMS = ("launchd", "systemd")
 LABEL = "com.llm-wiki"  # launchd labels: com.llm-wiki.<job>
@@ -185,7 +186,6 @@ def check_platform(platform: str) -> str:
 
 def render(platform: str, where: Layout) -> list[Rendered]:
     """The files for ``platform``: one plist per job, or a service and a timer per job."""
-    from llm_wiki.prompts import render_template
 
     check_platform(platform)
     out: list[Rendered] = []
@@ -315,7 +315,6 @@ def install(platform: str, where: Layout, *, dest: Path | None = None) -> Instal
 
 def ensure_env_file(path: Path) -> tuple[bool, list[str]]:
     """Create the env file (mode 0600, nothing set) if missing; say so if it is too open."""
-    from llm_wiki.prompts import render_template
 
     if path.exists():
         mode = stat.S_IMODE(path.stat().st_mode)

@@ -64,7 +64,7 @@ def llm_usage(
     a scope: only for a viewer who sees everything). A call whose prompt held entries of several
     scopes (a question by a reader of both) is counted under those scopes together, ``a,b``.
     """
-    from llm_wiki.backends import read_calls
+    from llm_wiki.backends import read_calls  # deferred: keeps `show` and `list` (via reads) light
 
     def bucket() -> dict[str, int]:
         return {"calls": 0, "failed": 0, "tokens_in": 0, "tokens_out": 0}

@@ -21,6 +21,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from llm_wiki import store
+from llm_wiki.access import Viewer
+from llm_wiki.catalog import open_catalog
 from llm_wiki.errors import InvalidInput, WikiError
 from llm_wiki.wiki import Wiki
 
@@ -50,8 +52,6 @@ class SyncResult:
 
 def sync_wiki(wiki: Wiki, *, remote: str | None = None, push: bool = True) -> SyncResult:
     """``llm-wiki sync``: commit, pull --rebase, refresh the catalog, push."""
-    from llm_wiki.access import Viewer
-    from llm_wiki.catalog import open_catalog
 
     _check_repository(wiki)
     branch = _git(wiki, "symbolic-ref", "--quiet", "--short", "HEAD", what="find the branch")

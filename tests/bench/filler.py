@@ -29,8 +29,9 @@ sys.path.insert(0, str(REPO / "_system"))
 
 from llm_wiki import store  # noqa: E402
 from llm_wiki.access import Viewer  # noqa: E402
+from llm_wiki.create import init_wiki  # noqa: E402
 from llm_wiki.entries import Alternative, Entry, candidate_ids, dump_entry  # noqa: E402
-from llm_wiki.wiki import Wiki, init_wiki  # noqa: E402
+from llm_wiki.wiki import Wiki  # noqa: E402
 
 CACHE = Path(os.environ.get("LLM_WIKI_BENCH_CACHE", "/tmp/llm-wiki-bench-wt3"))
 TDR = REPO / "tests" / "data" / "corpora" / "nationalarchives__tdr-dev-documentation"

@@ -27,9 +27,9 @@ NOW = "2026-03-01"
 def build_wiki(root: Path, texts: list[str], old: int, per_new: int) -> tuple[list[str], list[str]]:
     """A wiki of ``old`` entries superseded ``per_new`` at a time, written straight to disk (files
     and log lines, as the writer would), then indexed once."""
+    from llm_wiki.create import init_wiki
     from llm_wiki.entries import candidate_ids, draft, dump_entry
     from llm_wiki.store import format_log_line, sha256_bytes
-    from llm_wiki.wiki import init_wiki
 
     init_wiki(root)
     lines: list[str] = []

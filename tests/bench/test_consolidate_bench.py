@@ -31,9 +31,10 @@ from llm_wiki.backends import MockBackend
 from llm_wiki.catalog import rebuild_index
 from llm_wiki.chunking import make_chunks
 from llm_wiki.consolidate import consolidate
+from llm_wiki.create import init_wiki
 from llm_wiki.entries import Alternative, Entry, candidate_ids, dump_entry
 from llm_wiki.prompts import entry_block
-from llm_wiki.wiki import Wiki, init_wiki
+from llm_wiki.wiki import Wiki
 from llm_wiki.write import write_entry
 
 N_ENTRIES = 10_000

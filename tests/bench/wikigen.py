@@ -14,8 +14,8 @@ import os
 import random
 from pathlib import Path
 
+from llm_wiki.create import init_wiki
 from llm_wiki.entries import Alternative, Entry, candidate_ids, dump_entry
-from llm_wiki.wiki import init_wiki
 
 DOMAINS = [
     "platform",

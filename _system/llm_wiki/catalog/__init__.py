@@ -175,7 +175,7 @@ def check_index(wiki: Wiki) -> IndexResult:
     """``llm-wiki index --check``: what a rebuild from scratch would change. Writes nothing in
     the wiki: the fresh catalog is built in a temp file (in memory, its full-text index of every
     body would grow with the wiki)."""
-    import tempfile  # deferred: 3 ms, only `index --check` needs a scratch folder
+    import tempfile  # deferred: only `index --check` needs a scratch folder
 
     scratch = tempfile.TemporaryDirectory(prefix="llm-wiki-check-")
     fresh_db = create_db(os.path.join(scratch.name, "catalog.sqlite3"))
