@@ -87,6 +87,40 @@ def test_help_and_write_stay_light(wiki_path):
     assert loaded_after(["list"], wiki_path) == []
 
 
+NO_FCNTL = """
+import importlib, pkgutil, sys
+sys.modules["fcntl"] = None  # as where there is no fcntl: `import fcntl` raises ImportError
+import llm_wiki
+for module in pkgutil.walk_packages(llm_wiki.__path__, "llm_wiki."):
+    if module.name != "llm_wiki.__main__":
+        importlib.import_module(module.name)
+from llm_wiki import store
+from llm_wiki.errors import WikiError
+from llm_wiki.wiki import Wiki
+try:
+    with store.locked(Wiki(sys.argv[1])):
+        pass
+except WikiError as exc:
+    print(exc.message)
+"""
+
+
+def test_every_module_imports_where_fcntl_is_missing(wiki_path):
+    """Linux and macOS are supported; elsewhere the package still imports, and the first lock
+    says in one line why it cannot write."""
+    proc = subprocess.run(
+        [sys.executable, "-c", NO_FCNTL, str(wiki_path)],
+        env=subprocess_env(),
+        capture_output=True,
+        text=True,
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout == (
+        "this platform has no flock (fcntl), which llm-wiki needs to write safely; run it on "
+        "Linux or macOS.\n"
+    )
+
+
 def all_commands():
     """(name, command) for the group and every command under it, subcommands included."""
     import click

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import contextlib
 import errno
-import fcntl
 import json
 import os
 import re
@@ -23,6 +22,11 @@ from llm_wiki.entries import sha256_hex
 from llm_wiki.errors import WikiError
 from llm_wiki.files import CRASH_ENV, crashpoint
 from llm_wiki.wiki import Wiki
+
+try:
+    import fcntl
+except ImportError:  # not Linux or macOS: the package still imports; locking says why it cannot
+    fcntl = None  # type: ignore[assignment]
 
 
 def sha256_bytes(data: bytes) -> str:
@@ -73,6 +77,11 @@ def archive_names(wiki: Wiki) -> set[str]:
 @contextlib.contextmanager
 def locked(wiki: Wiki, name: str = "write", *, blocking: bool = True) -> Iterator[bool]:
     """Hold ``.llm-wiki/<name>.lock`` (flock). Non-blocking: yields False if it is held."""
+    if fcntl is None:
+        raise WikiError(
+            "this platform has no flock (fcntl), which llm-wiki needs to write safely; run it on "
+            "Linux or macOS."
+        )
     try:
         path = wiki.state_path(f"{name}.lock")
         fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
