@@ -10,6 +10,7 @@ stands where it does: DESIGN.md, "The shape of the code".
 from __future__ import annotations
 
 import ast
+import functools
 
 from conftest import SRC
 
@@ -58,6 +59,7 @@ LAYERS = {
 }
 
 
+@functools.cache
 def modules():
     """Dotted name -> path of every module in the package."""
     found = {}
@@ -67,9 +69,14 @@ def modules():
     return found
 
 
+@functools.cache
+def parsed(path):
+    return ast.parse(path.read_text())
+
+
 def imports(name, path, known):
-    """(imported module, line, inside a function?) for each import of a package module."""
-    tree = ast.parse(path.read_text())
+    """(imported module, import node, inside a function?) for each import of a package module."""
+    tree = parsed(path)
     out = []
 
     def visit(node, in_function):
@@ -160,8 +167,7 @@ def test_every_function_level_import_says_why_it_is_deferred():
     silent = set()
     for path in PACKAGE.rglob("*.py"):
         lines = path.read_text().splitlines()
-        tree = ast.parse("\n".join(lines))
-        for func in ast.walk(tree):
+        for func in ast.walk(parsed(path)):
             if not isinstance(func, ast.FunctionDef | ast.AsyncFunctionDef):
                 continue
             for node in ast.walk(func):

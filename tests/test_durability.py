@@ -29,6 +29,7 @@ WRITER = textwrap.dedent(
 )
 
 
+@pytest.mark.slow
 def test_eight_processes_hundred_writes_same_date_and_summary(wiki_path):
     env = subprocess_env(LLM_WIKI_NOW="2026-05-02T12:00:00Z")
     procs = [

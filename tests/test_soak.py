@@ -4,12 +4,15 @@ from __future__ import annotations
 
 import datetime as dt
 
+import pytest
+
 from soak import Soak
 
 DAYS = 40
 START = "2026-04-12"  # 40 days: to 2026-05-21, across the end of April
 
 
+@pytest.mark.slow
 def test_forty_simulated_days_break_no_invariant(tmp_path):
     soak = Soak(tmp_path, start=START, per_day=3, fail_days={16: "ops"})
     result = soak.run(DAYS)

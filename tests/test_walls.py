@@ -47,6 +47,7 @@ def run_property(examples: int, monkeypatch) -> walls_world.Tally:
     return tally
 
 
+@pytest.mark.slow
 def test_property_nothing_crosses_a_wall(monkeypatch):
     tally = run_property(EXAMPLES, monkeypatch)
     print(tally.line())
