@@ -33,6 +33,8 @@ TYPES_DEFAULT = ("decision", "synthesis", "incident", "reflection")
 STATUSES = ("active", "proposed", "rejected", "deprecated")
 ORIGINS = ("authored", "imported", "ingested", "consolidated", "answer")
 GENERATED_ORIGINS = frozenset({"consolidated", "answer"})
+# The reason an importer gives an option the record rejects without saying why (lint counts them).
+PLACEHOLDER_REASON = "not chosen (the record gives no reason)"
 # Where an entry's date came from, when it is not the writer's own (``date_source``): the record
 # itself, the commit that added the record's file, a date in its file name, the file's mtime.
 DATE_SOURCES = ("record", "git", "file-name", "mtime")

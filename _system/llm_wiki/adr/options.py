@@ -28,9 +28,9 @@ from llm_wiki.adr.markdown import (
     sentences,
     strip_md,
 )
-from llm_wiki.entries import Alternative, slugify
+from llm_wiki.entries import PLACEHOLDER_REASON, Alternative, slugify
 
-PLACEHOLDER = "not chosen (the record gives no reason)"
+PLACEHOLDER = PLACEHOLDER_REASON
 REASON_LIMIT = 400
 
 _OPTION_SECTION = (

@@ -425,7 +425,8 @@ def import_adr(
         repository, base = dating.remote_name(top), top
         git = dating.git_added(top, folder)
     else:
-        repository, base, git = folder.resolve().name, folder.resolve(), {}
+        base, git = _named_folder(folder.resolve()), {}
+        repository = base.name
     _date_records(records, git, warnings)
     links = _resolve_links(records, folder, warnings)
     source = {r.rel: f"adr:{repository}/{r.path.resolve().relative_to(base).as_posix()}" for r in records}
@@ -506,6 +507,21 @@ def import_adr(
         dates=dict(sorted(Counter(r.date_source for r in records).items())),
         warnings=tuple(warnings),
     )
+
+
+_GENERIC = frozenset(
+    "adr adrs decisions decision-records architecture-decision-records architecture-decisions "
+    "doc docs madr architecture records".split()
+)
+
+
+def _named_folder(folder: Path) -> Path:
+    """The folder that names records outside git: the first from ``folder`` up whose name says
+    whose records they are (``ours/docs/adr`` -> ``ours``, so two teams' ``adr`` differ)."""
+    for candidate in (folder, *folder.parents):
+        if candidate.name and candidate.name.lower() not in _GENERIC:
+            return candidate
+    return folder
 
 
 def _base(source: str) -> str:
