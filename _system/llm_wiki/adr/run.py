@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from llm_wiki.access import Viewer
+from llm_wiki.access import Viewer, require_write
 from llm_wiki.adr import dates as dating
 from llm_wiki.adr.links import SUPERSESSION, Resolver
 from llm_wiki.adr.markdown import drop_comments, sections
@@ -34,8 +34,11 @@ from llm_wiki.entries import (
     decode_text,
     slugify,
 )
+from llm_wiki.catalog import read_catalog
 from llm_wiki.errors import InvalidInput
+from llm_wiki.reads import read_entry
 from llm_wiki.wiki import Wiki
+from llm_wiki.write import write_entry
 
 SUMMARY_LIMIT = 280
 CHANGES_HEADING = "## Changes since the earlier import"
@@ -343,9 +346,6 @@ class Earlier:
 def _earlier_imports(wiki: Wiki, viewer: Viewer, domain: str, scope: str) -> dict[str, Earlier]:
     """source -> the newest entry imported from it into this domain and scope (old
     ``adr:<file name>`` sources too)."""
-    from llm_wiki.catalog import read_catalog
-    from llm_wiki.reads import read_entry
-
     with read_catalog(wiki) as catalog:
         rows = list(catalog.rows(viewer, domain=domain, scope=scope, type="decision"))
     source_of = {r.id: next((s for s in r.sources if s.startswith("adr:")), "") for r in rows}
@@ -403,9 +403,6 @@ def import_adr(
     """Import the records of ``folder`` as decision entries (see the package doc) into ``scope``
     (default: settings.yaml ``default_scope``), which the reader must be allowed to write: a
     refused import writes nothing. ``dry_run``: report what would change, write nothing."""
-    from llm_wiki.access import require_write
-    from llm_wiki.write import write_entry
-
     folder = Path(folder)
     domain = domain or slugify(folder.resolve().name, 63).strip("-") or "adr"
     if not NAME_RE.match(domain):
