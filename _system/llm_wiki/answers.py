@@ -245,7 +245,8 @@ def _why_not(question: str, opened: Sequence[Opened], stems: Sequence[str]) -> l
         else:
             out.append((f"Not chosen: {name}, {reason}", item.entry.id))
     lead = best[1] or opened[0]
-    about = _about(lead.entry, named_stems)
+    key = [s for s in dict.fromkeys(stems) if s in named_stems] or named_stems
+    about = _about(lead.entry, key)
     out += [(s, lead.entry.id) for s in about if not any(s in text for text, _ in out)]
     return out
 
@@ -272,13 +273,18 @@ def _about(e: Entry, named_stems: Sequence[str]) -> list[str]:
     scored = []
     for i, (_, s) in enumerate(found):
         hits = _hits(s, named_stems)
-        if hits >= max(1, (len(set(named_stems)) + 1) // 2):
+        if hits >= max(1, round(0.4 * len(set(named_stems)))):
             scored.append((hits + (0.5 if _NEGATIVE.search(s) else 0), i))
     scored.sort(key=lambda x: (-x[0], x[1]))
     keep: list[int] = []
     for _, i in scored[:2]:
         keep.append(i)
-        if i + 1 < len(found) and re.match(
+        if i + 1 >= len(found):
+            continue
+        label = len(found[i][1].split()) <= 6 or found[i][1].endswith(":")
+        if label:  # an option's name as a list item: what follows is about it
+            keep += [j for j in (i + 1, i + 2) if j < len(found) and found[j][0] == found[i][0]]
+        elif re.match(
             r"(?i)^(?:however|but|this|that|it|these|unfortunately|the\s+problem|instead)\b",
             found[i + 1][1],
         ):

@@ -41,7 +41,7 @@ _OPTION_SECTION = (
 _PROS_CONS = r"pros\s+and\s+cons(?:\s+of\s+the\s+(?:options|alternatives))?"
 _BAD_LABEL = re.compile(
     r"^(?:[-*+]\s+)?(?:\*\*|__|`)?\s*(?:bad|cons?|negatives?|disadvantages?|drawbacks?|"
-    r"downsides?|against|risks?)\s*(?:\*\*|__|`)?\s*(?:[,:]\s*|\s+(?=because)|$)",
+    r"downsides?|against|risks?|issues?|problems?|concerns?|negative\s+consequences?)\s*(?:\*\*|__|`)?\s*(?:[,:]\s*|\s+(?=because)|$)",
     re.I,
 )
 _GOOD_LABEL = re.compile(
@@ -176,8 +176,16 @@ def _pros_and_cons(secs: list[Section]) -> dict[str, str]:
                 continue
             name = option_name(sub.title)
             if name:
-                out[name] = cons_of(sub.body)
+                # no Good/Bad labels at all ("- Slow searching"): its points are the reasons
+                out[name] = cons_of(sub.body) or _unlabelled_points(sub.body)
     return out
+
+
+def _unlabelled_points(body: str) -> str:
+    items = [p for p in _items(body) if LIST_ITEM_RE.match(p.strip())]
+    if not items or any(_GOOD_LABEL.match(strip_md(i)) or _BAD_LABEL.match(strip_md(i)) for i in items):
+        return ""
+    return "; ".join(strip_md(LIST_ITEM_RE.sub("", i.strip())).rstrip(".;, ") for i in items)
 
 
 def cons_of(body: str) -> str:
