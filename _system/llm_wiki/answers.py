@@ -27,7 +27,14 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from llm_wiki.adr.markdown import HEADING_RE, paragraphs, plain_title, sentences, strip_md
+from llm_wiki.adr.markdown import (
+    HEADING_RE,
+    LIST_ITEM_RE,
+    paragraphs,
+    plain_title,
+    sentences,
+    strip_md,
+)
 from llm_wiki.backends import estimate_tokens
 from llm_wiki.entries import PLACEHOLDER_REASON, Entry
 
@@ -71,6 +78,11 @@ _CURRENT = re.compile(
 )
 _WHEN = re.compile(r"^\s*(?:when|since\s+when|on\s+what\s+date|what\s+date)\b|\bwhat\s+date\b", re.I)
 _WHY = re.compile(r"\bwhy\b|\breasons?\b|\brationale\b|\bhow\s+come\b|\bwhat\s+for\b|\bmotivat", re.I)
+
+
+_TURN = re.compile(
+    r"(?i)^(?:however|but|this|that|it|these|unfortunately|the\s+problem|instead|sadly)\b"
+)
 
 
 def question_kind(text: str) -> str:
@@ -271,10 +283,13 @@ def _about(e: Entry, named_stems: Sequence[str]) -> list[str]:
     (However / But / This / It …)."""
     found = body_sentences(e.body)
     scored = []
-    for i, (_, s) in enumerate(found):
+    for i, (section, s) in enumerate(found):
         hits = _hits(s, named_stems)
         if hits >= max(1, round(0.4 * len(set(named_stems)))):
-            scored.append((hits + (0.5 if _NEGATIVE.search(s) else 0), i))
+            turn = i + 1 < len(found) and bool(_TURN.match(found[i + 1][1]))
+            against = bool(_NEGATIVE.search(s)) or turn
+            chosen = bool(re.search(r"(?i)^(?:decision|outcome|consequences?)", section))
+            scored.append((hits + (1.5 if against else 0) - (1.0 if chosen else 0), i))
     scored.sort(key=lambda x: (-x[0], x[1]))
     keep: list[int] = []
     for _, i in scored[:2]:
@@ -284,10 +299,7 @@ def _about(e: Entry, named_stems: Sequence[str]) -> list[str]:
         label = len(found[i][1].split()) <= 6 or found[i][1].endswith(":")
         if label:  # an option's name as a list item: what follows is about it
             keep += [j for j in (i + 1, i + 2) if j < len(found) and found[j][0] == found[i][0]]
-        elif re.match(
-            r"(?i)^(?:however|but|this|that|it|these|unfortunately|the\s+problem|instead)\b",
-            found[i + 1][1],
-        ):
+        elif _TURN.match(found[i + 1][1]):
             keep.append(i + 1)
     return [found[i][1] for i in sorted(dict.fromkeys(keep))]
 
@@ -299,11 +311,13 @@ def _reasons(item: Opened, stems: Sequence[str], n: int) -> list[tuple[str, str]
 
 def _matching(e: Entry, stems: Sequence[str], n: int, keep: object) -> list[str]:
     """The ``n`` body sentences that best carry a reason about the question, in body order."""
-    found = body_sentences(e.body)
+    found3 = _sentences_with_intro(e.body)
+    found = [(section, s) for section, s, _ in found3]
     summary = e.summary.lower()
     short = len(found) <= 3  # a body of a few sentences is the decision's own account
     scored = []
     for i, (section, s) in enumerate(found):
+        intro = found3[i][2]
         if len(s) < 20 or len(s) > 500 or s.lower() in summary:
             continue
         if re.match(r"(?i)^(?:status|date|deciders?|decision-makers|technical story|tags)\b", s):
@@ -311,10 +325,11 @@ def _matching(e: Entry, stems: Sequence[str], n: int, keep: object) -> list[str]
         hits = _hits(s, stems)
         if callable(keep) and not keep(hits, s):
             continue
-        score = 1.5 * hits + (1.0 if _CAUSAL.search(s) else 0.0)
+        score = min(hits, 2) + (1.0 if _CAUSAL.search(s) else 0.0)
         score += 0.75 if _ARGUING.search(section) else 0.0
         score += 0.5 if re.search(r"(?i)\bchosen option\b.*\bbecause\b", s) else 0.0
         score += 1.0 if short else 0.0
+        score += 2.5 if intro and _CAUSAL.search(intro) else 0.0  # a list of reasons
         score -= 0.002 * i  # earlier sentences state the decision
         if score > 0.9:
             scored.append((score, i))
@@ -325,20 +340,30 @@ def _matching(e: Entry, stems: Sequence[str], n: int, keep: object) -> list[str]
 def body_sentences(body: str) -> list[tuple[str, str]]:
     """(section title, sentence) of a body in order: prose and list items, no code, tables,
     frontmatter or the importer's change notes."""
+    return [(section, s) for section, s, _ in _sentences_with_intro(body)]
+
+
+def _sentences_with_intro(body: str) -> list[tuple[str, str, str]]:
+    """(section, sentence, intro): a list item's intro is the prose line ending in ":" that
+    opens its list ("there are some problems with them, and some benefits to rspec:")."""
     if body.startswith("---\n"):
         end = body.find("\n---", 4)
         if end != -1:
             body = body[end + 4 :]
     body = body.split("\n---\n\n## Changes since the earlier import", 1)[0]
-    out: list[tuple[str, str]] = []
+    out: list[tuple[str, str, str]] = []
     section = ""
     chunk: list[str] = []
 
     def flush() -> None:
+        intro = ""
         for para in paragraphs("\n".join(chunk)):
+            item = bool(LIST_ITEM_RE.match(para))
+            if not item:
+                intro = para if para.rstrip().endswith(":") else ""
             for s in sentences(para):
                 if s and not re.fullmatch(r"[\W\d_]+", s):
-                    out.append((section, s))
+                    out.append((section, s, intro if item else ""))
         chunk.clear()
 
     for line in body.splitlines():

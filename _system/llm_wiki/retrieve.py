@@ -408,14 +408,18 @@ def _extractive(wiki: Wiki, got: Retrieval, backend: Backend) -> Answer:
         composed.text,
     ]
     by_id = {s.row.id: s for s in got.opened}
-    others = [s for s in got.opened if s.row.id not in composed.cited]
-    if others:
-        lines += ["", "Also opened:"]
-        for source in others:
-            row = source.row
-            status = "" if row.effective_status == "active" else f", {row.effective_status}"
-            lines.append(f"- [{row.id}] ({row.date}, {row.type}{status}) {row.summary}")
-    cited = [by_id[c] for c in composed.cited if c in by_id] + others
+    lines += ["", "Entries opened:"]
+    for source in got.opened:
+        row = source.row
+        status = "" if row.effective_status == "active" else f", {row.effective_status}"
+        lines.append(f"- [{row.id}] ({row.date}, {row.type}{status}) {row.summary}")
+        if row.superseded_by:
+            lines.append(f"  Superseded by {', '.join(row.superseded_by)}.")
+        replaced = [old for old in row.supersedes if old in by_id]
+        if replaced:
+            lines.append(f"  It replaced {', '.join(replaced)}.")
+    cited = [by_id[c] for c in composed.cited if c in by_id]
+    cited += [s for s in got.opened if s.row.id not in composed.cited]
     return Answer(
         question=got.question.text,
         answer="\n".join(lines),
