@@ -84,7 +84,9 @@ def test_fields_come_from_the_record(nygard):
     assert one(nygard, "004-use-kubernetes-for-container-management.md")["date"] == "2018-04-10"
     assert one(nygard, "001-Use-AWS-hosted-elasticsearch.md")["date"] == "2018-02-05"
     assert one(nygard, "0004-api-structure.md")["date"] == "2020-03-03"  # **Date**: ISO
-    by_stem = {src.rsplit("/", 1)[1][:4]: e for src, e in nygard.items() if "cloud-platform/" in src}
+    by_stem = {
+        src.rsplit("/", 1)[1][:4]: e for src, e in nygard.items() if "cloud-platform/" in src
+    }
     assert by_stem["017-"]["status"] == "proposed"
     assert by_stem["018-"]["status"] == "rejected"
     assert by_stem["034-"]["status"] == "proposed"  # "Incomplete"
@@ -110,8 +112,16 @@ def test_every_date_spelling_parses_and_an_ambiguous_one_is_reported(cli, tmp_pa
         "dd/mm (2019-07-04), as 6 dd/mm and 0 mm/dd dates in the folder that read one way only"
     ) in result.stderr
     # the same records written the American way are read the American way
-    folder = copy(MOJ, tmp_path / "us", "002-Use-github-for-architecture-decision-record.md", "013-Use-RSpec-for-cluster-tests.md")
-    for path, us in (("002-Use-github-for-architecture-decision-record.md", "03/26/2018"), ("013-Use-RSpec-for-cluster-tests.md", None)):
+    folder = copy(
+        MOJ,
+        tmp_path / "us",
+        "002-Use-github-for-architecture-decision-record.md",
+        "013-Use-RSpec-for-cluster-tests.md",
+    )
+    for path, us in (
+        ("002-Use-github-for-architecture-decision-record.md", "03/26/2018"),
+        ("013-Use-RSpec-for-cluster-tests.md", None),
+    ):
         text = (folder / path).read_text()
         if us:
             text = re.sub(r"Date: \S+", f"Date: {us}", text, count=1)
@@ -196,21 +206,27 @@ def test_supersession_in_every_place_real_tools_write_it(cli):
     entries = by_file(cli)
 
     def replaced(new: str, old: str) -> bool:
-        return one(entries, old)["superseded_by"] == [one(entries, new)["id"]] or one(entries, new)[
-            "id"
-        ] in one(entries, old)["superseded_by"]
+        return (
+            one(entries, old)["superseded_by"] == [one(entries, new)["id"]]
+            or one(entries, new)["id"] in one(entries, old)["superseded_by"]
+        )
 
     assert gsp["links"]["supersedes"] == 12  # 13 stated, one names a file that is not there
     assert replaced("ADR025-ingress.md", "ADR005-ingress.md")
     assert replaced("ADR031-postgres.md", "ADR030-aws-service-operator.md")
-    assert replaced("ADR034-one-service-operator-different-resource-kinds.md", "ADR030-aws-service-operator.md")
+    assert replaced(
+        "ADR034-one-service-operator-different-resource-kinds.md", "ADR030-aws-service-operator.md"
+    )
     assert elastisys["links"]["supersedes"] == 6
     assert replaced("0019-push-metrics-via-thanos.md", "0003-push-metrics-via-influxdb.md")
     assert one(entries, "0003-push-metrics-via-influxdb.md")["summary"].startswith(
         "Push Metrics via InfluxDB"  # the link in the title is not part of the title
     )
     assert jabref["links"]["supersedes"] == 1
-    assert replaced("0057-allow-positional-input-file-argument.md", "0045-use-input-flag-always-for-input-files.md")
+    assert replaced(
+        "0057-allow-positional-input-file-argument.md",
+        "0045-use-input-flag-always-for-input-files.md",
+    )
     assert cape["links"]["supersedes"] == 2
 
 
@@ -226,10 +242,19 @@ def test_adr_tools_spellings_and_typed_relations_are_kept(cli, tmp_path):
     assert amending["relates"] == [
         {"id": one(entries, "0010-terraform-directory-structure.md")["id"], "kind": "amends"}
     ]
-    supplement = cli.json("show", one(entries, "ADR034-one-service-operator-different-resource-kinds.md")["id"])
-    assert {"id": one(entries, "ADR031-postgres.md")["id"], "kind": "supplements"} in supplement["relates"]
+    supplement = cli.json(
+        "show", one(entries, "ADR034-one-service-operator-different-resource-kinds.md")["id"]
+    )
+    assert {"id": one(entries, "ADR031-postgres.md")["id"], "kind": "supplements"} in supplement[
+        "relates"
+    ]
     # adr-tools writes "Superceded by"; the link is the same
-    folder = copy(GOVUK, tmp_path / "adr-tools", "0010-terraform-directory-structure.md", "0017-terraform-data-structure.md")
+    folder = copy(
+        GOVUK,
+        tmp_path / "adr-tools",
+        "0010-terraform-directory-structure.md",
+        "0017-terraform-data-structure.md",
+    )
     path = folder / "0010-terraform-directory-structure.md"
     path.write_text(path.read_text().replace("Amended by", "Superceded by"))
     out = imported(cli, folder, "--domain", "adr-tools")
@@ -266,8 +291,16 @@ def test_placeholders_and_hypothetical_sentences_create_no_link(cli, tmp_path):
     out = imported(cli, IDENTUS, "--domain", "identus")
     assert out["links"].get("supersedes") == 0
     kinds = {(r["file"], r["kind"]) for r in out["refused"]}
-    assert ("20230206-use-flyway-to-manage-migrations-for-application-services.md", "placeholder") in kinds
-    folder = copy(GSP, tmp_path / "gsp", "ADR031-postgres.md", "ADR034-one-service-operator-different-resource-kinds.md")
+    assert (
+        "20230206-use-flyway-to-manage-migrations-for-application-services.md",
+        "placeholder",
+    ) in kinds
+    folder = copy(
+        GSP,
+        tmp_path / "gsp",
+        "ADR031-postgres.md",
+        "ADR034-one-service-operator-different-resource-kinds.md",
+    )
     path = folder / "ADR031-postgres.md"
     path.write_text(
         path.read_text().replace(
@@ -277,22 +310,35 @@ def test_placeholders_and_hypothetical_sentences_create_no_link(cli, tmp_path):
     )
     out = imported(cli, folder, "--domain", "hypothetical")
     assert out["links"]["supersedes"] == 0
-    assert "hypothetical" in [r["kind"] for r in out["refused"] if r["file"] == "ADR031-postgres.md"]
+    assert "hypothetical" in [
+        r["kind"] for r in out["refused"] if r["file"] == "ADR031-postgres.md"
+    ]
 
 
 def test_an_older_record_superseding_a_newer_one_is_reported_not_turned_around(cli, tmp_path):
-    folder = copy(JABREF, tmp_path / "jabref", "0045-use-input-flag-always-for-input-files.md", "0057-allow-positional-input-file-argument.md")
+    folder = copy(
+        JABREF,
+        tmp_path / "jabref",
+        "0045-use-input-flag-always-for-input-files.md",
+        "0057-allow-positional-input-file-argument.md",
+    )
     path = folder / "0057-allow-positional-input-file-argument.md"
-    path.write_text(path.read_text().replace("nav_order: 57\n", "nav_order: 57\ndate: 2020-01-01\n"))
+    path.write_text(
+        path.read_text().replace("nav_order: 57\n", "nav_order: 57\ndate: 2020-01-01\n")
+    )
     out = imported(cli, folder, "--domain", "jabref")
     assert any(
         "0057-allow-positional-input-file-argument.md (2020-01-01) supersedes "
-        "0045-use-input-flag-always-for-input-files.md" in w and "which is newer" in w
+        "0045-use-input-flag-always-for-input-files.md"
+        in w
+        and "which is newer" in w
         for w in out["warnings"]
     )
     entries = by_file(cli)
     newer = one(entries, "0057-allow-positional-input-file-argument.md")
-    assert one(entries, "0045-use-input-flag-always-for-input-files.md")["superseded_by"] == [newer["id"]]
+    assert one(entries, "0045-use-input-flag-always-for-input-files.md")["superseded_by"] == [
+        newer["id"]
+    ]
 
 
 # --------------------------------------------------------------------------- alternatives
@@ -324,7 +370,9 @@ def test_alternatives_carry_the_records_reasons(cli, nygard):
     assert [a["id"] for a in outcome["alternatives_considered"]] == [
         "section-pros-and-cons-of-the-options-before-decision-outcome"
     ]
-    assert "readers might be confused" not in outcome["alternatives_considered"][0]["rejected_because"]
+    assert (
+        "readers might be confused" not in outcome["alternatives_considered"][0]["rejected_because"]
+    )
 
 
 def test_option_names_are_never_cut_at_a_quote_or_a_period(cli):
@@ -333,11 +381,15 @@ def test_option_names_are_never_cut_at_a_quote_or_a_period(cli):
     lunr = one(entries, "docs/adr/20201103-use-lunr-for-search.md")
     assert lunr["summary"] == "Use Lunr for search: Chosen option: Option 2: Lunr.js"
     resolver = one(entries, "packages/core/docs/adr/20201027-adr-link-resolver-in-the-domain.md")
-    assert resolver["summary"].endswith('Option 2: we introduce an "ADR link resolver" in the domain')
+    assert resolver["summary"].endswith(
+        'Option 2: we introduce an "ADR link resolver" in the domain'
+    )
     imported(cli, MADR, "--domain", "madr")
     links = one(by_file(cli, "madr"), "0009-support-links-between-adrs-inside-an-adrs.md")
     assert links["summary"].endswith("Include in section 'More Information'")
-    assert "include-in-section-more-information" not in [a["id"] for a in links["alternatives_considered"]]
+    assert "include-in-section-more-information" not in [
+        a["id"] for a in links["alternatives_considered"]
+    ]
 
 
 def test_elastisys_cons_are_the_reasons_and_lint_counts_the_placeholders(cli):
@@ -346,7 +398,9 @@ def test_elastisys_cons_are_the_reasons_and_lint_counts_the_placeholders(cli):
     entries = by_file(cli)
     versions = one(entries, "0047-kubernetes-versions.md")
     (alt,) = versions["alternatives_considered"]
-    assert alt["rejected_because"].startswith("because new minor Kubernetes versions may introduce bugs")
+    assert alt["rejected_because"].startswith(
+        "because new minor Kubernetes versions may introduce bugs"
+    )
     report = cli.json("lint")
     counted = [f for f in report["findings"] if f["check"] == "placeholder-reasons"]
     assert len(counted) == 1
@@ -363,7 +417,12 @@ def test_people_keep_their_roles_and_numbers_become_aliases(cli):
     influx = cli.json("show", one(entries, "0003-push-metrics-via-influxdb.md")["id"])
     assert influx["actors"] == ["Johan", "Cristian", "Viktor", "Emil", "Olle", "Fredrik"]
     assert influx["roles"] == {"decider": influx["actors"]}
-    assert influx["aliases"][:4] == ["0003-push-metrics-via-influxdb", "ADR-0003", "0003", "adr-0003"]
+    assert influx["aliases"][:4] == [
+        "0003-push-metrics-via-influxdb",
+        "ADR-0003",
+        "0003",
+        "adr-0003",
+    ]
     jabref = cli.json("show", one(entries, "0047-use-references-heading-in-citations-tab.md")["id"])
     assert jabref["roles"]["decider"] and set(jabref["roles"]["decider"]) <= set(jabref["actors"])
     found = cli.json("query", "ADR-0003 InfluxDB")
@@ -466,7 +525,9 @@ def test_a_folder_outside_git_is_named_by_its_folder(cli, tmp_path):
 
 def test_ids_come_from_the_title_and_never_end_mid_word(cli, nygard):
     terraform = one(nygard, "0001-multi-account-terraform.md")
-    assert re.fullmatch(r"2020-02-20-use-terraform-across-multiple-aws-accounts-[0-9a-f]{4}", terraform["id"])
+    assert re.fullmatch(
+        r"2020-02-20-use-terraform-across-multiple-aws-accounts-[0-9a-f]{4}", terraform["id"]
+    )
     for entry in nygard.values():
         slug = entry["id"][11:].rsplit("-", 1)[0]
         title = entry["summary"].split(": ", 1)[0]

@@ -55,9 +55,12 @@ def test_why_not_quotes_the_named_alternatives_reason(records):
     lunr = out["opened"][0]["id"]
     assert (
         "Not chosen: fuse js, <https://fusejs.io/>; Fast indexing; Slow searching; Only fuzzy "
-        "search, no stemming", lunr
+        "search, no stemming",
+        lunr,
     ) in quoted(answer) or "Only fuzzy search, no stemming" in answer
-    answer, out = ask(records, "Why didn't we build a centralised egress VPC for traffic inspection?")
+    answer, out = ask(
+        records, "Why didn't we build a centralised egress VPC for traffic inspection?"
+    )
     lines = quoted(answer)
     firewall = out["opened"][0]["id"]
     assert (
@@ -72,11 +75,15 @@ def test_current_puts_the_current_decision_first_with_what_it_replaced(records):
     first, first_id = quoted(answer)[0]
     assert first.startswith("Current decision: Proxy S3 uploads through CloudFront")
     assert "cloudfront" in first_id
-    assert "It replaced, on 2021-09-17, the decision of 2020-04-01: Restricting User Access" in answer
+    assert (
+        "It replaced, on 2021-09-17, the decision of 2020-04-01: Restricting User Access" in answer
+    )
 
 
 def test_alternatives_lists_each_option_with_its_reason(records):
-    answer, out = ask(records, "Which alternatives did we consider for the Excel generation library?")
+    answer, out = ask(
+        records, "Which alternatives did we consider for the Excel generation library?"
+    )
     assert "Considered and not chosen: apache poi, " in answer
     assert "Convoluted code" in answer
 

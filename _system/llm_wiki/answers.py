@@ -76,8 +76,12 @@ _CURRENT = re.compile(
     r"nowadays|latest|presently)\b",
     re.I,
 )
-_WHEN = re.compile(r"^\s*(?:when|since\s+when|on\s+what\s+date|what\s+date)\b|\bwhat\s+date\b", re.I)
-_WHY = re.compile(r"\bwhy\b|\breasons?\b|\brationale\b|\bhow\s+come\b|\bwhat\s+for\b|\bmotivat", re.I)
+_WHEN = re.compile(
+    r"^\s*(?:when|since\s+when|on\s+what\s+date|what\s+date)\b|\bwhat\s+date\b", re.I
+)
+_WHY = re.compile(
+    r"\bwhy\b|\breasons?\b|\brationale\b|\bhow\s+come\b|\bwhat\s+for\b|\bmotivat", re.I
+)
 
 
 _TURN = re.compile(
@@ -202,16 +206,19 @@ def _current(opened: Sequence[Opened], stems: Sequence[str]) -> list[tuple[str, 
     by_id = {o.entry.id: o for o in opened}
     for old in e.supersedes:
         if old in by_id:
-            o = by_id[old].entry
-            out.append((f"It replaced, on {e.date}, the decision of {o.date}: {o.summary}", o.id))
-    for o in opened:
+            was = by_id[old].entry
+            out.append(
+                (f"It replaced, on {e.date}, the decision of {was.date}: {was.summary}", was.id)
+            )
+    for item in opened:
+        other = item.entry
         if (
-            o.entry.id != e.id
-            and o.status == "proposed"
-            and o.entry.date >= e.date
-            and o.entry.domain == e.domain
+            other.id != e.id
+            and item.status == "proposed"
+            and other.date >= e.date
+            and other.domain == e.domain
         ):
-            out.append((f"Newer and still proposed ({o.entry.date}): {o.entry.summary}", o.entry.id))
+            out.append((f"Newer and still proposed ({other.date}): {other.summary}", other.id))
     return out
 
 
@@ -233,11 +240,15 @@ def _alternatives(lead: Opened, stems: Sequence[str]) -> list[tuple[str, str]]:
     return out
 
 
-def _why_not(question: str, opened: Sequence[Opened], stems: Sequence[str]) -> list[tuple[str, str]]:
+def _why_not(
+    question: str, opened: Sequence[Opened], stems: Sequence[str]
+) -> list[tuple[str, str]]:
     """The alternative the question names (best word overlap with its id and reason), with the
     record's reason, and the body's sentences about it."""
     named = _named_part(question)
-    named_stems = [_stem(w) for w in re.findall(r"[A-Za-z0-9]+", named) if len(w) > 2] or list(stems)
+    named_stems = [_stem(w) for w in re.findall(r"[A-Za-z0-9]+", named) if len(w) > 2] or list(
+        stems
+    )
     best: tuple[float, Opened | None, str, str] = (0.0, None, "", "")
     for item in opened:
         for alt in item.entry.alternatives_considered:

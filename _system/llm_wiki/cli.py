@@ -1023,7 +1023,10 @@ def adr_import(
         for item in data["skipped"]:
             click.echo(f"skipped {item['file']}: {item['why']}")
     for item in result.refused:
-        click.echo(f"refused link in {item['file']} ({item['kind']}): {item['link']}: {item['why']}", err=True)
+        click.echo(
+            f"refused link in {item['file']} ({item['kind']}): {item['link']}: {item['why']}",
+            err=True,
+        )
     for warning in result.warnings:
         click.echo(f"warning: {warning}", err=True)
 

@@ -202,7 +202,9 @@ class EvalResult:
                     4,
                 ),
                 "answer_hit_by_kind": {
-                    kind: share([r for r in answered if r.kind == kind], lambda r: bool(r.answer_hit))
+                    kind: share(
+                        [r for r in answered if r.kind == kind], lambda r: bool(r.answer_hit)
+                    )
                     for kind in kinds
                 },
             }

@@ -151,7 +151,10 @@ def _check_references(catalog: Catalog, entry: Entry) -> None:
     An entry outside the writer's scope reads exactly like one that does not exist.
     """
     scope_of = catalog.scope_of
-    for field, ids in (("supersedes", entry.supersedes), ("relates", [r.id for r in entry.relates])):
+    for field, ids in (
+        ("supersedes", entry.supersedes),
+        ("relates", [r.id for r in entry.relates]),
+    ):
         for old in ids:  # an entry naming itself: require_valid refused it
             if scope_of(old) != entry.scope:
                 raise InvalidInput(

@@ -16,7 +16,7 @@ Modules: :mod:`.markdown` (taking markdown apart), :mod:`.dates`, :mod:`.links`,
 from llm_wiki.adr.dates import parse_date
 from llm_wiki.adr.options import PLACEHOLDER
 from llm_wiki.adr.parse import Record, parse_record, parse_status
-from llm_wiki.adr.run import ImportResult, Imported, import_adr, read_records
+from llm_wiki.adr.run import Imported, ImportResult, import_adr, read_records
 
 __all__ = [
     "PLACEHOLDER",

@@ -112,7 +112,7 @@ def date_in_name(name: str) -> str | None:
 
 def mtime_date(path: Path) -> str:
     stamp = path.stat().st_mtime
-    return dt.datetime.fromtimestamp(stamp, dt.timezone.utc).date().isoformat()
+    return dt.datetime.fromtimestamp(stamp, dt.UTC).date().isoformat()
 
 
 def work_tree(folder: Path) -> Path | None:

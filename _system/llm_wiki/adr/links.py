@@ -17,6 +17,7 @@ not there is reported, never matched by its number instead. A bare reference (``
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -51,7 +52,10 @@ _KINDS = (
     ("supplements", r"supplements\b"),
     ("reversed-by", r"reversed\s+by|reverted\s+by"),
     ("reverses", r"reverses\b|reverts\b"),
-    ("relates-to", r"relates?\s+to\b|related\s+to\b|related\s+(?:adrs?|records?|decisions?)\s*:|see\s+also\b"),
+    (
+        "relates-to",
+        r"relates?\s+to\b|related\s+to\b|related\s+(?:adrs?|records?|decisions?)\s*:|see\s+also\b",
+    ),
 )
 _VERB_RE = re.compile("|".join(f"(?P<{k.replace('-', '_')}>{p})" for k, p in _KINDS), re.I)
 _HYPOTHETICAL_RE = re.compile(
@@ -100,7 +104,9 @@ def refs_in(text: str, defs: dict[str, str]) -> tuple[list[tuple[str, str]], boo
             target = defs[key]
             kind = "url" if re.match(r"^[a-z]+://", target) else "file"
             refs.append((f"{kind}:{target}", m.group(1)))
-    rest = _REF_LINK_RE.sub(lambda m: " " if (m.group(2) or m.group(1)).lower() in defs else m.group(0), rest)
+    rest = _REF_LINK_RE.sub(
+        lambda m: " " if (m.group(2) or m.group(1)).lower() in defs else m.group(0), rest
+    )
     for m in _URL_RE.finditer(rest):
         refs.append((f"url:{m.group(0)}", m.group(0)))
     rest = _URL_RE.sub(" ", rest)
@@ -119,7 +125,7 @@ def _may_be_record(ref: str) -> bool:
 
 
 def statements_in_line(
-    line: str, where: str, defs: dict[str, str], following: list[str] = ()
+    line: str, where: str, defs: dict[str, str], following: Sequence[str] = ()
 ) -> tuple[list[Statement], list[tuple[str, str]]]:
     """The statements of one line, and the (kind, words) of those it refused to make
     (hypothetical, placeholder)."""
@@ -135,7 +141,11 @@ def statements_in_line(
             obj = obj[: cut.start()]
         refs, placeholder = refs_in(obj, defs)
         refs = [r for r in refs if _may_be_record(r[0])]
-        if not refs and not placeholder and re.fullmatch(r"[\s:*_>-]*(?:decisions?|adrs?|records?)?[\s:*_]*", obj, re.I):
+        if (
+            not refs
+            and not placeholder
+            and re.fullmatch(r"[\s:*_>-]*(?:decisions?|adrs?|records?)?[\s:*_]*", obj, re.I)
+        ):
             for nxt in following:  # "superseded by decision:" and the link on the next line
                 refs, placeholder = refs_in(nxt, defs)
                 refs = [r for r in refs if _may_be_record(r[0])]

@@ -18,9 +18,9 @@ import re
 
 from llm_wiki.adr.markdown import (
     LIST_ITEM_RE,
+    Section,
     drop_comments,
     lines_outside_fences,
-    Section,
     min_level,
     paragraphs,
     plain_title,
@@ -183,7 +183,9 @@ def _pros_and_cons(secs: list[Section]) -> dict[str, str]:
 
 def _unlabelled_points(body: str) -> str:
     items = [p for p in _items(body) if LIST_ITEM_RE.match(p.strip())]
-    if not items or any(_GOOD_LABEL.match(strip_md(i)) or _BAD_LABEL.match(strip_md(i)) for i in items):
+    if not items or any(
+        _GOOD_LABEL.match(strip_md(i)) or _BAD_LABEL.match(strip_md(i)) for i in items
+    ):
         return ""
     return "; ".join(strip_md(LIST_ITEM_RE.sub("", i.strip())).rstrip(".;, ") for i in items)
 
@@ -371,9 +373,7 @@ def _chosen(options: list[tuple[str, str]], decision: str) -> int | None:
         hits = [i for i, got in enumerate(norms) if got and (got in wanted or wanted in got)]
         if len(hits) == 1:
             return hits[0]
-        scored = sorted(
-            ((_overlap(wanted, got), i) for i, got in enumerate(norms)), reverse=True
-        )
+        scored = sorted(((_overlap(wanted, got), i) for i, got in enumerate(norms)), reverse=True)
         if scored and scored[0][0] >= 0.6 and (len(scored) == 1 or scored[1][0] < scored[0][0]):
             return scored[0][1]
     if m := re.search(r"\b(?:on\s+|^|chose\s+|chosen\s+|use\s+)option\s+(\d+)\b", opening, re.I):

@@ -80,7 +80,8 @@ _ROLE_LINE_RE = re.compile(
     re.I,
 )
 _DATE_LINE_RE = re.compile(
-    r"^\s*(?:[-*+]\s*)?(?:\*\*|__)?\s*date\s*(?:\*\*|__)?\s*[:\-]?\s*(?:\*\*|__)?\s*:?\s*(.+)$", re.I
+    r"^\s*(?:[-*+]\s*)?(?:\*\*|__)?\s*date\s*(?:\*\*|__)?\s*[:\-]?\s*(?:\*\*|__)?\s*:?\s*(.+)$",
+    re.I,
 )
 _STATUS_LINE_RE = re.compile(
     r"^\s*(?:[-*+]\s*)?(?:\*\*|__)?\s*status\s*(?:\*\*|__)?\s*:\s*(?:\*\*|__)?\s*(.+)$", re.I
@@ -301,7 +302,7 @@ def _names(value: Any) -> list[str]:
 
 
 def summary_of(record: Record, limit: int) -> str:
-    """"Title: decision's first sentence." (the title alone when there is no decision)."""
+    """ "Title: decision's first sentence." (the title alone when there is no decision)."""
     summary = record.title
     if record.decision:
         decision = first_sentence(record.decision, limit)

@@ -23,9 +23,10 @@ from typing import Any
 
 from llm_wiki.access import Viewer, require_write
 from llm_wiki.adr import dates as dating
-from llm_wiki.adr.links import SUPERSESSION, Resolver
+from llm_wiki.adr.links import Resolver
 from llm_wiki.adr.markdown import drop_comments, sections
 from llm_wiki.adr.parse import Record, is_index, is_template, parse_record, read_meta, summary_of
+from llm_wiki.catalog import read_catalog
 from llm_wiki.entries import (
     NAME_RE,
     RELATION_INVERSE,
@@ -34,7 +35,6 @@ from llm_wiki.entries import (
     decode_text,
     slugify,
 )
-from llm_wiki.catalog import read_catalog
 from llm_wiki.errors import InvalidInput
 from llm_wiki.reads import read_entry
 from llm_wiki.wiki import Wiki
@@ -133,7 +133,9 @@ def _files(folder: Path, recursive: bool) -> list[Path]:
     return out
 
 
-def read_records(folder: Path, recursive: bool = False) -> tuple[list[Record], list[tuple[str, str]]]:
+def read_records(
+    folder: Path, recursive: bool = False
+) -> tuple[list[Record], list[tuple[str, str]]]:
     if not folder.is_dir():
         raise InvalidInput(f"{folder} is not a folder; pass the folder holding the ADR files.")
     records: list[Record] = []
@@ -174,9 +176,7 @@ def _not_a_record(path: Path, text: str) -> str:
 # --------------------------------------------------------------------------- dates
 
 
-def _date_records(
-    records: list[Record], git: dict[Path, str], warnings: list[str]
-) -> None:
+def _date_records(records: list[Record], git: dict[Path, str], warnings: list[str]) -> None:
     convention, dmy, mdy = dating.majority_convention([r.date_text for r in records])
     order = "dd/mm" if convention == "dmy" else "mm/dd"
     for record in records:
@@ -307,7 +307,9 @@ _WHY = {
 }
 
 
-def _oldest_first(records: list[Record], replaces: dict[str, set[str]], warnings: list[str]) -> list[Record]:
+def _oldest_first(
+    records: list[Record], replaces: dict[str, set[str]], warnings: list[str]
+) -> list[Record]:
     """By date (then path), but every record after the records it replaces."""
     by_rel = {r.rel: r for r in records}
     done: set[str] = set()
@@ -426,7 +428,9 @@ def import_adr(
         repository = base.name
     _date_records(records, git, warnings)
     links = _resolve_links(records, folder, warnings)
-    source = {r.rel: f"adr:{repository}/{r.path.resolve().relative_to(base).as_posix()}" for r in records}
+    source = {
+        r.rel: f"adr:{repository}/{r.path.resolve().relative_to(base).as_posix()}" for r in records
+    }
 
     replaces: dict[str, set[str]] = {r.rel: set() for r in records}
     for old, new in links.pairs:
@@ -444,7 +448,9 @@ def import_adr(
         prev = earlier.get(src)
         if prev is None:  # an older import (adr:<file name>), or a copy of the folder elsewhere
             same_text = [
-                e for e in by_name.get(record.name.lower(), []) if _record_text(e.body) == record.text
+                e
+                for e in by_name.get(record.name.lower(), [])
+                if _record_text(e.body) == record.text
             ]
             prev = same_text[0] if same_text else None
             if prev is None and f"adr:{record.name}" in earlier:
@@ -465,8 +471,10 @@ def import_adr(
         if prev is not None:
             names = ", ".join(sorted(o for o in replaces[record.rel]))
             links_note = f"It supersedes {names}." if names else ""
-            body = record.text + _CHANGES_MARK[: -len(CHANGES_HEADING)] + _changes(
-                _record_text(prev.body), record.text, links_note
+            body = (
+                record.text
+                + _CHANGES_MARK[: -len(CHANGES_HEADING)]
+                + _changes(_record_text(prev.body), record.text, links_note)
             )
             supersedes = tuple(dict.fromkeys((prev.id, *olds)))
             note = f"changed since {prev.id}"
@@ -488,7 +496,9 @@ def import_adr(
         ids[record.rel] = written.id
         action = ("updated" if prev is not None else "created") if written.created else "unchanged"
         results.append(
-            Imported(record.rel, written.id, action, supersedes, record.date, record.date_source, note)
+            Imported(
+                record.rel, written.id, action, supersedes, record.date, record.date_source, note
+            )
         )
     real = sum(len(r.alternatives) - r.placeholders for r in records)
     return ImportResult(
