@@ -39,7 +39,10 @@ class Statement:
 _SPELL = r"super[sc]ee?d"  # supersed(e), superced(e) (adr-tools), superseed
 _KINDS = (
     ("partly-superseded-by", rf"(?:partly|partially|in\s+part)\s+{_SPELL}ed(?:\s+by)?"),
-    ("partly-supersedes", rf"{_SPELL}es\s+(?:parts?\s+of|partly|partially)"),
+    (
+        "partly-supersedes",
+        rf"{_SPELL}es\s+(?:parts?\s+of|partly|partially)|(?:partly|partially|in\s+part)\s+{_SPELL}es\b",
+    ),
     ("superseded-by", rf"{_SPELL}ed\s+by|replaced\s+by|obsoleted\s+by"),
     ("supersedes", rf"{_SPELL}es\b|{_SPELL}e\s*:|replaces\b|obsoletes\b"),
     ("amended-by", r"amended\s+by"),
@@ -200,6 +203,14 @@ def record_statements(
         got, bad = statements_in_line(status_text, "status", defs)
         out += got
         refused += bad
+        named = {s.ref for s in got}
+        if not bad:  # "Rejected (see [019](…))": the status points at a record
+            refs, _ = refs_in(status_text, defs)
+            out += [
+                Statement("relates-to", r, label, "status")
+                for r, label in refs
+                if r not in named and _may_be_record(r)
+            ]
     cites: list[Statement] = []
     lines = [line for line, fenced in lines_outside_fences(drop_comments(body)) if not fenced]
     for i, line in enumerate(lines):

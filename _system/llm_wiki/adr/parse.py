@@ -57,6 +57,8 @@ def parse_status(text: str) -> str | None:
     """The first status word of a status line, mapped to active/proposed/rejected/deprecated
     (or "superseded", which the importer turns into a supersession)."""
     words = re.findall(r"[a-z]+", strip_md(text).lower())
+    if re.match(r"\W*(?:partly|partially|in\s+part)\s+super", strip_md(text), re.I):
+        return "active"  # part of it still holds; the partial link is kept as a relation
     for word in words[:4]:
         for key, status in _STATUS_WORDS:
             if word == key:
@@ -173,7 +175,9 @@ def is_template(meta: dict[str, Any], title: str, text: str, stem: str = "") -> 
     if "template" in str(meta.get("title") or "").lower():
         return True
     t = title.strip()
-    if re.match(r"^(?:\{.*\}|\[.*\]|title|.*\b(?:xxx|nnnn)\b.*|short title.*)$", t, re.I):
+    if re.match(r"^(?:\{.*\}|\[.*\]|title|short title.*)$", t, re.I) or re.search(
+        r"(?i)x{3}|\bn{4}\b|:\s*title$", t
+    ):
         return True
     prose = "\n".join(prose_lines(text))
     holes = set(re.findall(r"\{[a-z][^{}\n]*\s[^{}\n]*\}", prose, re.I))  # {short title of …}

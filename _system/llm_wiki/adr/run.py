@@ -166,8 +166,11 @@ def _not_a_record(path: Path, text: str) -> str:
     listed = is_index(body)
     if listed:
         return f"an index (a list of links to {listed} files)"
+    if meta.get("has_children"):
+        return "an index (a site's section page, listing its children)"
     if path.stem.lower() in ("readme", "index") and not any(
-        re.match(r"(?i)^\W*(status|decision|context)", s.title) for s in secs
+        re.fullmatch(r"(?i)\W*(status|decision|decision outcome|context.*)\W*", s.title)
+        for s in secs
     ):
         return "not a record (no status, context or decision)"
     return ""
@@ -258,6 +261,16 @@ def _resolve_links(records: list[Record], root: Path, warnings: list[str]) -> Li
                 links.relations.add((a, "relates-to", b))
             else:
                 links.relations.add((record.rel, stmt.kind, other.rel))
+    # a record that says only part of it was superseded keeps standing: the partial word wins
+    partial = {
+        frozenset((a, b))
+        for a, k, b in links.relations
+        if k.startswith("partly-superseded") or k == "partly-supersedes"
+    }
+    for old, new in list(links.pairs):
+        if frozenset((old, new)) in partial:
+            links.pairs.discard((old, new))
+            superseded_by[old] = [n for n in superseded_by.get(old, []) if n != new]
     # a plain citation where a typed link already joins the two records says nothing more
     typed = {frozenset((a, b)) for a, k, b in links.relations if k != "cites"}
     typed |= {frozenset(p) for p in links.pairs}
