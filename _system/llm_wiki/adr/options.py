@@ -101,10 +101,12 @@ def alternatives(secs: list[Section], decision_text: str) -> tuple[list[Alternat
     pros_cons = _pros_and_cons(secs)
     out: list[Alternative] = []
     names: list[str] = []
+    listed = False
     for sec in secs:
         title = plain_title(sec.title)
         if not is_option_section(title):
             continue
+        listed = True
         others_only = title.lower().startswith("other")
         for options in _options(sec):
             if others_only:
@@ -118,7 +120,7 @@ def alternatives(secs: list[Section], decision_text: str) -> tuple[list[Alternat
                 names.append(name)
                 cons = pros_cons.get(f"Option {i + 1}", "") if len(options) > 1 else ""
                 out.append(_alternative(name, cons or reason, pros_cons, decision_text))
-    if not out and pros_cons:  # options only under "Pros and Cons of the Options"
+    if not listed and pros_cons:  # options only under "Pros and Cons of the Options"
         options = [(name, "") for name in pros_cons]
         chosen_set = _chosen_all(options, decision_text)
         if chosen_set:
@@ -328,7 +330,7 @@ def _option_reason(body: str) -> str:
 
 def _named_in_decision(name: str, decision: str) -> str:
     """The decision's sentences that name a rejected option and say why (a negation or a cause)."""
-    words = set(re.findall(r"[a-z0-9]{3,}", _norm(name))) - _COMMON
+    words = set(re.findall(r"[a-z]{3,}", _norm(name))) - _COMMON - _VERBS
     if not words or not decision:
         return ""
     found = []
@@ -351,6 +353,10 @@ def _chosen_all(options: list[tuple[str, str]], decision: str) -> set[int]:
     numbers = re.findall(r"\boption\s+(\d+)\b", name, re.I)
     if len(numbers) > 1 and re.search(r"\band\b|&|,", name):
         return {int(n) - 1 for n in numbers if 0 < int(n) <= len(options)}
+    parts = [_norm(p) for p in re.split(r"\s+&\s+|\s+and\s+|;\s+", name) if p.strip()]
+    norms = [_norm(n) for n, _ in options]
+    if len(parts) > 1 and all(p in norms for p in parts):  # "Chosen option: A & B"
+        return {norms.index(p) for p in parts}
     one = _chosen(options, decision)
     return set() if one is None else {one}
 
@@ -361,6 +367,9 @@ def _chosen(options: list[tuple[str, str]], decision: str) -> int | None:
         return None
     opening = decision.split("\n\n", 1)[0][:600]
     if name := chosen_name(opening):
+        if re.fullmatch(r"\d{1,2}", name.strip()):  # "Chosen option: 2 because …"
+            n = int(name) - 1
+            return n if 0 <= n < len(options) else None
         wanted = _norm(name)
         norms = [_norm(n) for n, _ in options]
         for i, got in enumerate(norms):
@@ -424,6 +433,7 @@ _CHOICE_RE = re.compile(
     re.M,
 )
 
+_VERBS = frozenset("include add adopt create make build write run set introduce".split())
 _COMMON = frozenset(
     ("use", "using", "the", "and", "for", "with", "from", "into", "our", "new", "existing")
     + ("current", "keep", "option", "approach", "only", "all", "via", "per")
