@@ -79,6 +79,8 @@ def chosen_name(decision: str) -> str:
     if not match:
         return ""
     rest = decision[match.end() :].strip().lstrip("*_ ")
+    if numbered := re.match(r"^(\d{1,2})\s*[-–—:.)]\s+\S", rest):  # "3 - "Enforce TTL …""
+        return numbered.group(1) + " - " + rest[numbered.end() - 1 :]
     if rest and rest[0] in _QUOTES:
         opener = rest[0]
         closer = {"“": "”", "‘": "’"}.get(opener, opener)
@@ -96,9 +98,12 @@ def chosen_name(decision: str) -> str:
     return name.strip().strip(_QUOTES + "*_").strip()
 
 
-def alternatives(secs: list[Section], decision_text: str) -> tuple[list[Alternative], int]:
+def alternatives(
+    secs: list[Section], decision_text: str, body: str = ""
+) -> tuple[list[Alternative], int]:
     """The rejected options (each with a reason) and how many of them got the placeholder."""
     pros_cons = _pros_and_cons(secs)
+    elsewhere = _Elsewhere(secs, body)
     out: list[Alternative] = []
     names: list[str] = []
     listed = False
@@ -119,14 +124,14 @@ def alternatives(secs: list[Section], decision_text: str) -> tuple[list[Alternat
             for i, (name, reason) in rejected:
                 names.append(name)
                 cons = pros_cons.get(f"Option {i + 1}", "") if len(options) > 1 else ""
-                out.append(_alternative(name, cons or reason, pros_cons, decision_text))
+                out.append(_alternative(name, cons or reason, pros_cons, decision_text, elsewhere))
     if not listed and pros_cons:  # options only under "Pros and Cons of the Options"
         options = [(name, "") for name in pros_cons]
         chosen_set = _chosen_all(options, decision_text)
         if chosen_set:
             for i, (name, _) in enumerate(options):
                 if i not in chosen_set:
-                    out.append(_alternative(name, "", pros_cons, decision_text))
+                    out.append(_alternative(name, "", pros_cons, decision_text, elsewhere))
     seen: set[str] = set()
     unique = []
     for alt in out:
@@ -137,10 +142,67 @@ def alternatives(secs: list[Section], decision_text: str) -> tuple[list[Alternat
     return unique, sum(1 for a in unique if a.rejected_because == PLACEHOLDER)
 
 
-def _alternative(name: str, reason: str, pros_cons: dict[str, str], decision: str) -> Alternative:
+class _Elsewhere:
+    """Where else a record argues about an option: a section named after it (its cons, or its
+    sentences that turn against it), or a sentence of the text that names it and says why not
+    ("Kafka Stream was also considered but …")."""
+
+    def __init__(self, secs: list[Section], body: str) -> None:
+        self.secs = secs
+        self.sentences = [s for p in paragraphs(body) for s in sentences(p)] if body else []
+
+    def reason(self, name: str) -> str:
+        wanted = _norm(name)
+        for sec in self.secs:
+            if _norm(option_name(sec.title)) == wanted and wanted:
+                if cons := cons_of(sec.body):
+                    return cons
+                against = [
+                    s
+                    for p in paragraphs(sec.body)
+                    for s in sentences(p)
+                    if re.search(
+                        r"\b(?:but|however|cannot|can't|not|too|lacks?|drawbacks?)\b", s, re.I
+                    )
+                ]
+                if against:
+                    return " ".join(against[:2])
+        words = set(re.findall(r"[a-z]{3,}", wanted)) - _COMMON - _VERBS
+        if not words:
+            return ""
+        for s in self.sentences:
+            low = s.lower()
+            hits = sum(1 for w in words if re.search(rf"\b{re.escape(w)}", low))
+            if hits >= max(1, (len(words) + 1) // 2) and re.search(
+                r"\b(?:considered|looked\s+at|evaluated|rejected|discarded)\b.*\b(?:but|however|"
+                r"not|because|as|since)\b|\b(?:rejected|discarded|ruled\s+out)\b",
+                low,
+            ):
+                return s
+        return ""
+
+
+def _alternative(
+    name: str,
+    reason: str,
+    pros_cons: dict[str, str],
+    decision: str,
+    elsewhere: _Elsewhere | None = None,
+) -> Alternative:
     cons = pros_cons.get(name) or _match(name, pros_cons)
-    text = cons or reason or _named_in_decision(name, decision) or PLACEHOLDER
+    if reason and _restates(reason, name):
+        reason = ""  # "Option 2: <its name again>" says what it is, not why it lost
+    text = cons or reason or _named_in_decision(name, decision)
+    text = text or (elsewhere.reason(name) if elsewhere else "") or PLACEHOLDER
     return Alternative(slugify(name, 60), _cap(text))
+
+
+def _restates(reason: str, name: str) -> bool:
+    """The text is the option's own name again, or the decision's choice (not a reason)."""
+    if re.search(r"(?i)\bchosen\s+option\b", reason):
+        return True
+    got, wanted = _norm(reason), _norm(name)
+    return bool(wanted) and (got == wanted or got.startswith(wanted))
 
 
 def _match(name: str, pros_cons: dict[str, str]) -> str:
@@ -337,6 +399,8 @@ def _named_in_decision(name: str, decision: str) -> str:
     for para in decision.split("\n\n"):
         for sentence in sentences(para):
             low = sentence.lower()
+            if "chosen option" in low:
+                continue  # the sentence about the winner
             hits = sum(1 for w in words if re.search(rf"\b{re.escape(w)}", low))
             if hits >= max(1, (len(words) + 1) // 2) and re.search(
                 r"\b(?:not|no|because|since|as|due|too|instead|rather|other|however|but|"
@@ -367,8 +431,8 @@ def _chosen(options: list[tuple[str, str]], decision: str) -> int | None:
         return None
     opening = decision.split("\n\n", 1)[0][:600]
     if name := chosen_name(opening):
-        if re.fullmatch(r"\d{1,2}", name.strip()):  # "Chosen option: 2 because …"
-            n = int(name) - 1
+        if m := re.match(r"^(\d{1,2})(?:$|\s*[-–—:.)]\s)", name.strip()):  # "2 because", "3 - …"
+            n = int(m.group(1)) - 1
             return n if 0 <= n < len(options) else None
         wanted = _norm(name)
         norms = [_norm(n) for n, _ in options]

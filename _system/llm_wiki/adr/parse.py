@@ -254,7 +254,7 @@ def parse_record(path: Path, rel: str, text: str) -> Record:
             decision += " " + re.sub(r"^([-*+]|\d+[.)])\s+", "", paras[1])
         if name := chosen_name(decision):
             decision = f"Chosen option: {name}"
-    alts, placeholders = alternatives(secs, decision_text)
+    alts, placeholders = alternatives(secs, decision_text, body)
 
     statements, refused, cites = record_statements(
         body, meta, title_line, "" if where_status == "frontmatter" else status_text, header_end
