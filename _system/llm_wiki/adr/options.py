@@ -124,6 +124,7 @@ def alternatives(
             for i, (name, reason) in rejected:
                 names.append(name)
                 cons = pros_cons.get(f"Option {i + 1}", "") if len(options) > 1 else ""
+                cons = cons or _option_n_in(decision_text, i + 1)
                 out.append(_alternative(name, cons or reason, pros_cons, decision_text, elsewhere))
     if not listed and pros_cons:  # options only under "Pros and Cons of the Options"
         options = [(name, "") for name in pros_cons]
@@ -154,7 +155,12 @@ class _Elsewhere:
     def reason(self, name: str) -> str:
         wanted = _norm(name)
         for sec in self.secs:
-            if _norm(option_name(sec.title)) == wanted and wanted:
+            title = _norm(option_name(sec.title))
+            if (
+                wanted
+                and title
+                and (title == wanted or _overlap(_stems(title), _stems(wanted)) >= 0.75)
+            ):
                 if cons := cons_of(sec.body):
                     return cons
                 against = [
@@ -213,6 +219,9 @@ def _match(name: str, pros_cons: dict[str, str]) -> str:
     for other, cons in pros_cons.items():
         got = _norm(other)
         if wanted and got and (wanted in got or got in wanted):
+            return cons
+    for other, cons in pros_cons.items():
+        if wanted and _overlap(_stems(_norm(other)), _stems(wanted)) >= 0.75:
             return cons
     return ""
 
@@ -390,6 +399,23 @@ def _option_reason(body: str) -> str:
     return paras[0] if paras else ""
 
 
+def _option_n_in(decision: str, n: int) -> str:
+    """A decision's sentence about "option N" that says why it lost ("option 3 is too
+    restrictive")."""
+    for para in decision.split("\n\n"):
+        for sentence in sentences(para):
+            if (
+                re.search(rf"(?i)\boption\s+{n}\b", sentence)
+                and "chosen option" not in sentence.lower()
+            ):
+                if re.search(
+                    r"(?i)\b(?:not|too|because|but|however|lacks?|cannot|can't|rejected)\b",
+                    sentence,
+                ):
+                    return sentence
+    return ""
+
+
 def _named_in_decision(name: str, decision: str) -> str:
     """The decision's sentences that name a rejected option and say why (a negation or a cause)."""
     words = set(re.findall(r"[a-z]{3,}", _norm(name))) - _COMMON - _VERBS
@@ -482,6 +508,13 @@ def _chosen(options: list[tuple[str, str]], decision: str) -> int | None:
     if ranked and ranked[0] >= 2 and (len(ranked) == 1 or ranked[0] >= 2 * ranked[1]):
         return counts.index(ranked[0])
     return None
+
+
+def _stems(text: str) -> str:
+    """Words cut to five letters, so "tool"/"tools" and "only `convert`"/"convert command" meet."""
+    return " ".join(
+        w.rstrip("s")[:5] for w in text.split() if w not in ("the", "a", "an", "in", "of")
+    )
 
 
 def _overlap(a: str, b: str) -> float:
