@@ -38,6 +38,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from llm_wiki.access import Viewer, scope_field
+from llm_wiki.answers import Opened, compose
 from llm_wiki.backends import Backend, call, estimate_tokens, get_backend
 from llm_wiki.catalog import Catalog, Row, read_catalog
 from llm_wiki.citations import Statement, check_statements, evidence_from_entry, extract_cited
@@ -393,9 +394,6 @@ def _nothing_text(got: Retrieval, backend: Backend) -> str:
 def _extractive(wiki: Wiki, got: Retrieval, backend: Backend) -> Answer:
     """Offline: sentences quoted from the opened entries, chosen by what the question asks
     (:mod:`llm_wiki.answers`), each with its id; nothing generated."""
-    from llm_wiki.answers import Opened, compose
-    from llm_wiki.reads import read_entry
-
     opened = [
         Opened(read_entry(wiki, s.row)[0], s.row.effective_status, s.row.superseded_by)
         for s in got.opened

@@ -404,15 +404,12 @@ def _option_n_in(decision: str, n: int) -> str:
     restrictive")."""
     for para in decision.split("\n\n"):
         for sentence in sentences(para):
-            if (
-                re.search(rf"(?i)\boption\s+{n}\b", sentence)
-                and "chosen option" not in sentence.lower()
-            ):
-                if re.search(
-                    r"(?i)\b(?:not|too|because|but|however|lacks?|cannot|can't|rejected)\b",
-                    sentence,
-                ):
-                    return sentence
+            named = re.search(rf"(?i)\boption\s+{n}\b", sentence)
+            against = re.search(
+                r"(?i)\b(?:not|too|because|but|however|lacks?|cannot|can't|rejected)\b", sentence
+            )
+            if named and against and "chosen option" not in sentence.lower():
+                return sentence
     return ""
 
 

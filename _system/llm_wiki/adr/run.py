@@ -22,7 +22,15 @@ from pathlib import Path
 from typing import Any
 
 from llm_wiki.access import Viewer, require_write
-from llm_wiki.adr import dates as dating
+from llm_wiki.adr.dates import (
+    date_in_name,
+    git_added,
+    majority_convention,
+    mtime_date,
+    read_date,
+    remote_name,
+    work_tree,
+)
 from llm_wiki.adr.links import Resolver
 from llm_wiki.adr.markdown import drop_comments, sections
 from llm_wiki.adr.parse import Record, is_index, is_template, parse_record, read_meta, summary_of
@@ -180,10 +188,10 @@ def _not_a_record(path: Path, text: str) -> str:
 
 
 def _date_records(records: list[Record], git: dict[Path, str], warnings: list[str]) -> None:
-    convention, dmy, mdy = dating.majority_convention([r.date_text for r in records])
+    convention, dmy, mdy = majority_convention([r.date_text for r in records])
     order = "dd/mm" if convention == "dmy" else "mm/dd"
     for record in records:
-        found = dating.read_date(record.date_text, convention) if record.date_text else None
+        found = read_date(record.date_text, convention) if record.date_text else None
         if found:
             record.date, record.date_source = found.iso, "record"
             if found.ambiguous:
@@ -197,10 +205,10 @@ def _date_records(records: list[Record], git: dict[Path, str], warnings: list[st
             warnings.append(f"{record.rel}: date {record.date_text.strip()!r} is unreadable")
         if day := git.get(record.path.resolve()):
             record.date, record.date_source = day, "git"
-        elif day := dating.date_in_name(record.name):
+        elif day := date_in_name(record.name):
             record.date, record.date_source = day, "file-name"
         else:
-            record.date, record.date_source = dating.mtime_date(record.path), "mtime"
+            record.date, record.date_source = mtime_date(record.path), "mtime"
 
 
 # --------------------------------------------------------------------------- links
@@ -432,10 +440,10 @@ def import_adr(
     require_write(viewer, scope)
     records, skipped = read_records(folder, recursive)
     warnings: list[str] = []
-    top = dating.work_tree(folder)
+    top = work_tree(folder)
     if top is not None:
-        repository, base = dating.remote_name(top), top
-        git = dating.git_added(top, folder)
+        repository, base = remote_name(top), top
+        git = git_added(top, folder)
     else:
         base, git = _named_folder(folder.resolve()), {}
         repository = base.name
