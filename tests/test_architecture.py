@@ -203,7 +203,12 @@ def test_every_help_example_runs(tmp_path, monkeypatch):
     monkeypatch.setenv("LLM_WIKI_DIR", str(home / "wiki"))
     monkeypatch.chdir(tmp_path)
     record = CORPORA / "nationalarchives__tdr-dev-documentation" / "0003-frontend-framework.md"
-    for folder in ("docs/adr", "architecture-decision-records", "matters/acme/adr"):
+    for folder in (
+        "docs/adr",
+        "docs/decisions",
+        "architecture-decision-records",
+        "matters/acme/adr",
+    ):
         (tmp_path / folder).mkdir(parents=True)
         shutil.copy(record, tmp_path / folder)
     (tmp_path / "tests/data/eval").mkdir(parents=True)

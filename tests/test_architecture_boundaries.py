@@ -45,7 +45,14 @@ LAYERS = {
     "llm_wiki.verify": 7,
     "llm_wiki.create": 7,
     "llm_wiki.reads": 8,
-    "llm_wiki.adr": 8,
+    "llm_wiki.adr": 8,  # a package: markdown, dates, links, options, parse, run
+    "llm_wiki.adr.markdown": 8,
+    "llm_wiki.adr.dates": 8,
+    "llm_wiki.adr.links": 8,
+    "llm_wiki.adr.options": 8,
+    "llm_wiki.adr.parse": 8,
+    "llm_wiki.adr.run": 8,
+    "llm_wiki.answers": 8,  # offline answer composition, called from retrieve's extractive path
     "llm_wiki.retrieve": 9,
     "llm_wiki.consolidate": 9,
     "llm_wiki.lint": 9,

@@ -49,6 +49,11 @@ def test_readme_main_command_works_on_a_fresh_copy(tmp_path):
     assert "Move the ledger to a single postings table partitioned by month" in answer
     assert "It replaced 2026-04-02-ledger-postgres." in answer
     assert f"Superseded by {current}." in answer
+    # ... and why: the reason, quoted from the decision it replaced, with that entry's id
+    assert (
+        "- Double-entry postings must commit atomically across accounts; Postgres gives us that "
+        "with serializable transactions. [2026-04-02-ledger-postgres]"
+    ) in answer
     assert f"entries/2026/06/{current}.md" in sources
     assert "2026-04-02-ledger-postgres  2026-04-02 (superseded)" in sources
 

@@ -957,46 +957,75 @@ def wiki_query(
 @click.argument("folder", type=click.Path(exists=True, file_okay=False))
 @click.option("--domain", help="The entries' domain; default: a slug of the folder name.")
 @click.option("--scope", help="Their audience; default from settings.yaml (shared).")
+@click.option("--recursive", is_flag=True, help="Records in sub-folders too (MADR categories).")
+@click.option("--dry-run", is_flag=True, help="Show what would change; write nothing.")
 @_json_option
 @_wiki_options
 def adr_import(
     folder: str,
     domain: str | None,
     scope: str | None,
+    recursive: bool,
+    dry_run: bool,
     as_json: bool,
     wiki_path: str | None,
     reader: str | None,
 ) -> None:
     """Import a folder of architecture decision records as decision entries.
 
-    Nygard, MADR, or records with YAML frontmatter; oldest first, origin: imported, with the
-    record's own date, status, options and supersessions (nothing invented). Importing the same
-    folder again adds nothing.
+    Nygard/adr-tools, MADR, log4brains, or records with YAML frontmatter; oldest first, origin:
+    imported, keeping each record's date (and where it came from), status, links, options with
+    their reasons, and people. Run it again to follow the folder: unchanged records add
+    nothing, an edited record gets a new entry that supersedes its earlier import.
 
     Example usage:
 
     \b
         llm-wiki import-adr docs/adr --domain platform
+        llm-wiki import-adr docs/decisions --recursive --dry-run
         llm-wiki import-adr architecture-decision-records --json
         llm-wiki --as alice import-adr matters/acme/adr --scope matter-acme
     """
     from llm_wiki.adr import import_adr  # deferred: start-up
 
     wiki, viewer = _context(wiki_path, reader)
-    result = import_adr(wiki, folder, viewer=viewer, domain=domain, scope=scope)
+    result = import_adr(
+        wiki,
+        folder,
+        viewer=viewer,
+        domain=domain,
+        scope=scope,
+        recursive=recursive,
+        dry_run=dry_run,
+    )
     if as_json:
         _print_json(result.to_dict())
     else:
         for record in result.records:
-            if record.created:
-                replaces = (
-                    f" (supersedes {', '.join(record.supersedes)})" if record.supersedes else ""
-                )
-                click.echo(f"{record.name} -> {record.id}{replaces}")
-        skipped = len(result.records) - result.created
+            if record.action == "unchanged":
+                continue
+            replaces = f" (supersedes {', '.join(record.supersedes)})" if record.supersedes else ""
+            target = record.id or "a new entry"
+            click.echo(f"{record.action}: {record.file} -> {target}{replaces}")
+        data = result.to_dict()
+        if dry_run:
+            click.echo(
+                f"Dry run: would import {_n(data['would_create'], 'new record')} and "
+                f"{_n(data['would_update'], 'changed record')} into domain {result.domain}; "
+                f"{data['unchanged']} unchanged. Nothing was written."
+            )
+        else:
+            click.echo(
+                f"Imported {_n(data['imported'], 'record')} into domain {result.domain}"
+                + (f" ({data['updated']} changed)" if data["updated"] else "")
+                + (f"; {data['unchanged']} already there." if data["unchanged"] else ".")
+            )
+        for item in data["skipped"]:
+            click.echo(f"skipped {item['file']}: {item['why']}")
+    for item in result.refused:
         click.echo(
-            f"Imported {_n(result.created, 'record')} into domain {result.domain}"
-            + (f"; {skipped} already there." if skipped else ".")
+            f"refused link in {item['file']} ({item['kind']}): {item['link']}: {item['why']}",
+            err=True,
         )
     for warning in result.warnings:
         click.echo(f"warning: {warning}", err=True)

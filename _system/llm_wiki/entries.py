@@ -33,21 +33,55 @@ TYPES_DEFAULT = ("decision", "synthesis", "incident", "reflection")
 STATUSES = ("active", "proposed", "rejected", "deprecated")
 ORIGINS = ("authored", "imported", "ingested", "consolidated", "answer")
 GENERATED_ORIGINS = frozenset({"consolidated", "answer"})
+# The reason an importer gives an option the record rejects without saying why (lint counts them).
+PLACEHOLDER_REASON = "not chosen (the record gives no reason)"
+# Where an entry's date came from, when it is not the writer's own (``date_source``): the record
+# itself, the commit that added the record's file, a date in its file name, the file's mtime.
+DATE_SOURCES = ("record", "git", "file-name", "mtime")
+# Who did what (``roles``): MADR's decision-makers / Deciders, consulted, informed.
+ROLES = ("decider", "consulted", "informed")
+# Typed links to other entries (``relates``), each read "this entry <kind> that one". A kind and
+# its inverse name one relation seen from either end (the importer stores it on the later entry).
+RELATION_INVERSE = {
+    "amends": "amended-by",
+    "refines": "refined-by",
+    "extends": "extended-by",
+    "supplements": "supplemented-by",
+    "partly-supersedes": "partly-superseded-by",
+    "reverses": "reversed-by",
+    "relates-to": "relates-to",
+    "cites": "cited-by",
+}
+RELATION_INVERSE.update({v: k for k, v in list(RELATION_INVERSE.items())})
+RELATION_KINDS = tuple(sorted(RELATION_INVERSE))
 MAX_BODY_BYTES = 1024 * 1024
 
 # Frontmatter order: fixed, so dumps are stable and diffs are readable.
-SCALAR_FIELDS = ("id", "type", "date", "summary", "domain", "status", "scope", "origin")
+SCALAR_FIELDS = (
+    "id",
+    "type",
+    "date",
+    "date_source",
+    "summary",
+    "domain",
+    "status",
+    "scope",
+    "origin",
+)
 LIST_FIELDS = ("actors", "tags", "supersedes", "aliases", "questions", "sources")
 KEY_ORDER = (
     "id",
     "type",
     "date",
+    "date_source",
     "actors",
+    "roles",
     "tags",
     "domain",
     "summary",
     "status",
     "supersedes",
+    "relates",
     "alternatives_considered",
     "aliases",
     "questions",
@@ -56,6 +90,8 @@ KEY_ORDER = (
     "sources",
 )
 KNOWN_FIELDS = frozenset(KEY_ORDER)
+# Written only when they hold something, so entries from before they existed dump as they were.
+OPTIONAL_FIELDS = frozenset({"date_source", "roles", "relates"})
 
 # \Z, not $: "$" also matches before a trailing newline, and these names become file names and
 # log.md fields.
@@ -72,6 +108,14 @@ class Alternative:
 
 
 @dataclass(frozen=True)
+class Relation:
+    """A typed link: this entry ``kind`` the entry ``id`` (e.g. amends, refines, relates-to)."""
+
+    id: str
+    kind: str
+
+
+@dataclass(frozen=True)
 class Entry:
     id: str
     type: str
@@ -85,6 +129,9 @@ class Entry:
     tags: tuple[str, ...] = ()
     supersedes: tuple[str, ...] = ()
     alternatives_considered: tuple[Alternative, ...] = ()
+    date_source: str = ""  # empty: the writer's own date (see DATE_SOURCES)
+    roles: tuple[tuple[str, tuple[str, ...]], ...] = ()  # (role, actors), roles in ROLES order
+    relates: tuple[Relation, ...] = ()
     aliases: tuple[str, ...] = ()
     questions: tuple[str, ...] = ()
     sources: tuple[str, ...] = ()
@@ -100,6 +147,10 @@ class Entry:
     def relpath(self) -> str:
         """Where the entry lives, relative to the wiki root."""
         return entry_relpath(self.id, self.date)
+
+    def role_of(self, actor: str) -> str:
+        """The actor's role ("" if the entry names none)."""
+        return next((role for role, names in self.roles if actor in names), "")
 
     def get_extra(self, key: str, default: Any = None) -> Any:
         for k, v in self.extra:
@@ -133,8 +184,20 @@ def dump_entry(entry: Entry) -> str:
     out = ["---"]
     for key in KEY_ORDER:
         value = getattr(entry, key)
+        if key in OPTIONAL_FIELDS and not value:
+            continue
         if key == "date":
             out.append(f"date: {value}" if valid_date(value) else f"date: {_scalar_text(value)}")
+        elif key == "roles":
+            out.append("roles:")
+            for role, names in value:
+                flow = ", ".join(_scalar_text(n, flow=True) for n in names)
+                out.append(f"  {_scalar_text(role)}: [{flow}]")
+        elif key == "relates":
+            out.append("relates:")
+            for rel in value:
+                out.append(f"- id: {_scalar_text(rel.id)}")
+                out.append(f"  kind: {_scalar_text(rel.kind)}")
         elif key == "alternatives_considered":
             if not value:
                 out.append(f"{key}: []")
@@ -221,8 +284,14 @@ def _frontmatter(entry: Entry) -> dict[str, Any]:
     data: dict[str, Any] = {}
     for key in KEY_ORDER:
         value = getattr(entry, key)
+        if key in OPTIONAL_FIELDS and not value:
+            continue
         if key == "alternatives_considered":
             value = [{"id": a.id, "rejected_because": a.rejected_because} for a in value]
+        elif key == "roles":
+            value = {role: list(names) for role, names in value}
+        elif key == "relates":
+            value = [{"id": r.id, "kind": r.kind} for r in value]
         elif isinstance(value, tuple):
             value = list(value)
         data[key] = value
@@ -317,6 +386,8 @@ def entry_from_mapping(
     values["alternatives_considered"] = _alternatives(
         data.pop("alternatives_considered", None), what
     )
+    values["roles"] = _roles(data.pop("roles", None), what)
+    values["relates"] = _relations(data.pop("relates", None), what)
     for key, default in (("status", "active"), ("origin", "authored")):
         values[key] = values[key] or default
     extra = tuple(sorted((str(k), _plain(v, str(k), what)) for k, v in data.items()))
@@ -398,6 +469,48 @@ def _alternatives(value: Any, what: str) -> tuple[Alternative, ...]:
     return tuple(out)
 
 
+def _roles(value: Any, what: str) -> tuple[tuple[str, tuple[str, ...]], ...]:
+    """``{decider: [a, b], consulted: [c]}`` (a list of {role, actors} pairs also reads)."""
+    if value is None or value == {}:
+        return ()
+    if isinstance(value, (list, tuple)) and all(isinstance(v, (tuple, list)) for v in value):
+        value = {str(k): v for k, v in value}
+    if not isinstance(value, dict):
+        raise InvalidInput(
+            f"{what}: roles must map a role to its actors, e.g. roles: {{decider: [alice]}}."
+        )
+    out = []
+    for role, names in value.items():
+        if isinstance(names, str):
+            names = [names]
+        out.append((str(role).strip(), _str_list(names, f"roles.{role}", what)))
+    order = {r: i for i, r in enumerate(ROLES)}
+    return tuple(sorted(out, key=lambda pair: (order.get(pair[0], len(order)), pair[0])))
+
+
+def _relations(value: Any, what: str) -> tuple[Relation, ...]:
+    if value is None:
+        return ()
+    if not isinstance(value, (list, tuple)):
+        raise InvalidInput(f"{what}: relates must be a list of {{id, kind}}, got {_kind(value)}.")
+    out = []
+    for item in value:
+        if isinstance(item, Relation):
+            out.append(item)
+            continue
+        if not isinstance(item, dict):
+            raise InvalidInput(f"{what}: each relates item needs id and kind.")
+        rel_id = _scalar(item.get("id"), "relates.id", what)
+        kind = _scalar(item.get("kind"), "relates.kind", what)
+        if not rel_id or not kind:
+            raise InvalidInput(
+                f"{what}: each relates item needs both id and kind, e.g. {{id: <entry id>, "
+                "kind: amends}."
+            )
+        out.append(Relation(rel_id, kind))
+    return tuple(out)
+
+
 def parse_alt(text: str) -> Alternative:
     """``"ID: reason"`` (the --alt flag) to an Alternative."""
     alt_id, sep, reason = text.partition(":")
@@ -464,16 +577,22 @@ _TRANSLIT = str.maketrans(
 
 
 def slugify(text: str, limit: int = SLUG_MAX) -> str:
-    """Lowercase ASCII words joined by hyphens, cut at a word edge within ``limit``."""
+    """Lowercase ASCII words joined by hyphens, within ``limit``, never ending mid-word.
+
+    A word's apostrophe joins it ("don't" is ``dont``, not ``don-t``; "Nygard's" ``nygards``), and
+    a first word longer than ``limit`` is kept whole (ids allow 160 characters), since half a word
+    reads as another word.
+    """
     text = text.translate(_TRANSLIT)
     ascii_text = unicodedata.normalize("NFKD", text).encode("ascii", "ignore").decode()
+    ascii_text = re.sub(r"(?<=[A-Za-z0-9])['`](?=[A-Za-z])", "", ascii_text)
     words = re.findall(r"[a-z0-9]+", ascii_text.lower())
     slug = ""
     for word in words:
         candidate = f"{slug}-{word}" if slug else word
         if len(candidate) > limit:
             if not slug:
-                slug = word[:limit]
+                slug = word[:100]
             break
         slug = candidate
     return slug or "entry"
@@ -488,15 +607,17 @@ def sha256_hex(data: bytes) -> str:
     return str(sha256(data).hexdigest())
 
 
-def candidate_ids(entry: Entry) -> Iterator[str]:
+def candidate_ids(entry: Entry, title: str | None = None) -> Iterator[str]:
     """Ids to try for a new entry, in order: ``<date>-<slug>-<hash[:4]>``, then longer hashes.
+
+    The slug is of ``title`` when given (an imported record's own title), else of the summary.
 
     The same content always yields the same sequence, so a retried write finds its first id
     holding identical content ("already recorded"); different content that collides on four hex
     digits moves on to five, six, ...
     """
     digest = content_hash(entry)
-    stem = f"{entry.date}-{slugify(entry.summary)}"
+    stem = f"{entry.date}-{slugify(title or entry.summary)}"
     for n in range(4, len(digest) + 1):
         yield f"{stem}-{digest[:n]}"
 
@@ -533,6 +654,8 @@ class Schema:
     required: tuple[str, ...] = ("type", "date", "summary", "domain")
     statuses: tuple[str, ...] = STATUSES
     origins: tuple[str, ...] = ORIGINS
+    roles: tuple[str, ...] = ROLES
+    relation_kinds: tuple[str, ...] = RELATION_KINDS
     max_body_bytes: int = MAX_BODY_BYTES
     max_summary_chars: int = 1000
     review_after_days: int = 365
@@ -582,6 +705,8 @@ def schema_from_data(data: Any, what: str = "schema.md") -> Schema:
         required=tuple(data.get("required") or Schema.required),
         statuses=tuple(data.get("statuses") or STATUSES),
         origins=tuple(data.get("origins") or ORIGINS),
+        roles=tuple(data.get("roles") or ROLES),
+        relation_kinds=tuple(data.get("relation_kinds") or RELATION_KINDS),
         max_body_bytes=int(limits.get("max_body_bytes", MAX_BODY_BYTES)),
         max_summary_chars=int(limits.get("max_summary_chars", 1000)),
         review_after_days=int(data.get("review_after_days", 365)),
@@ -660,6 +785,26 @@ def check_entry(entry: Entry, schema: Schema) -> list[Problem]:
             "limits.max_body_bytes); keep the body short and store big sources with "
             "`llm-wiki ingest`.",
         )
+    if entry.date_source and entry.date_source not in DATE_SOURCES:
+        bad(
+            "date_source",
+            f"date_source {entry.date_source!r} is not one of {', '.join(DATE_SOURCES)}.",
+        )
+    for role, names in entry.roles:
+        if role not in schema.roles:
+            bad("roles", f"role {role!r} is not one of {', '.join(schema.roles)} (schema.md).")
+        for name in names:
+            if name not in entry.actors:
+                bad("roles", f"roles: {name!r} ({role}) is not among the actors; add it there.")
+    for rel in entry.relates:
+        if rel.kind not in schema.relation_kinds:
+            bad(
+                "relates",
+                f"relates kind {rel.kind!r} is not one of {', '.join(schema.relation_kinds)} "
+                "(schema.md).",
+            )
+        if entry.id and rel.id == entry.id:
+            bad("relates", f"entry {entry.id} cannot relate to itself; remove it from relates.")
     if entry.id and entry.id in entry.supersedes:
         bad("supersedes", f"entry {entry.id} cannot supersede itself; remove it from --supersedes.")
     spec = schema.types.get(entry.type)

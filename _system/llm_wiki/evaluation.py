@@ -19,6 +19,13 @@ Metrics (answerable = every kind but ``none``):
 - ``false_none``: share of answerable questions wrongly answered "nothing found";
 - ``mean_prompt_tokens``: mean size of the pick prompt (the lines and the question).
 
+Answers, on questions that name ``"gold"`` sentences (a reason, an alternative, a date that a
+right answer quotes): each such question is answered too (offline: the extractive answer), and
+
+- ``answer_hit``: share of them whose answer contains at least one gold sentence (case,
+  spacing and markdown marks aside), also ``answer_hit_by_kind``;
+- ``answer_gold_share``: mean share of a question's gold sentences its answer contains.
+
 The ranking scored is the picks (with the entries that replaced them) followed by the ranker's
 order; offline the ranker alone. Recall counts the ranking even where the answer would say
 "nothing found"; ``false_none`` reports those separately.
@@ -27,6 +34,7 @@ order; offline the ranker alone. Recall counts the ranking even where the answer
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -36,7 +44,7 @@ from llm_wiki.backends import get_backend
 from llm_wiki.catalog import read_catalog
 from llm_wiki.entries import decode_text
 from llm_wiki.errors import InvalidInput
-from llm_wiki.retrieve import budget_and_k, retrieve
+from llm_wiki.retrieve import answer_retrieved, budget_and_k, retrieve
 from llm_wiki.wiki import Wiki
 
 
@@ -46,6 +54,7 @@ class EvalQuestion:
     question: str
     relevant: tuple[str, ...]
     kind: str
+    gold: tuple[str, ...] = ()  # sentences (or alternatives, dates) a right answer contains
 
 
 def load_questions(path: str | Path) -> list[EvalQuestion]:
@@ -70,10 +79,30 @@ def load_questions(path: str | Path) -> list[EvalQuestion]:
         if not isinstance(relevant, list) or not all(isinstance(r, str) for r in relevant):
             raise InvalidInput(f"{path}:{n}: relevant must be a list of names.")
         kind = str(data.get("kind") or ("none" if not relevant else "other"))
-        out.append(EvalQuestion(str(data.get("qid") or n), data["question"], tuple(relevant), kind))
+        gold = data.get("gold") or []
+        if isinstance(gold, str):
+            gold = [gold]
+        if not isinstance(gold, list) or not all(isinstance(g, str) for g in gold):
+            raise InvalidInput(f"{path}:{n}: gold must be a list of sentences.")
+        out.append(
+            EvalQuestion(
+                str(data.get("qid") or n), data["question"], tuple(relevant), kind, tuple(gold)
+            )
+        )
     if not out:
         raise InvalidInput(f"{path} holds no questions; one JSON object a line.")
     return out
+
+
+def _plain(text: str) -> str:
+    text = re.sub(r"[*_`]|\[([^\]]*)\]\([^)]*\)", lambda m: m.group(1) or "", text)
+    text = text.replace("’", "'").replace("‘", "'").replace("“", '"').replace("”", '"')
+    return " ".join(text.lower().split())
+
+
+def contains(answer: str, gold: str) -> bool:
+    """Whether ``answer`` holds the gold sentence (case, spacing and markdown marks aside)."""
+    return _plain(gold) in _plain(answer)
 
 
 def source_stem(source: str) -> str:
@@ -113,9 +142,19 @@ class QuestionResult:
     shortlist_hit: bool | None
     nothing_found: bool
     prompt_tokens: int
+    gold_found: tuple[bool, ...] = ()  # per gold sentence: does the answer contain it
+    answer: str = ""
+
+    @property
+    def answer_hit(self) -> bool | None:
+        return any(self.gold_found) if self.gold_found else None
 
     def to_dict(self) -> dict[str, Any]:
-        return {
+        extra: dict[str, Any] = {}
+        if self.gold_found:
+            extra = {"answer_hit": self.answer_hit, "gold_found": list(self.gold_found)}
+            extra["answer"] = self.answer
+        return extra | {
             "qid": self.qid,
             "kind": self.kind,
             "question": self.question,
@@ -152,7 +191,24 @@ class EvalResult:
             if answerable
             else None
         )
-        return {
+        answered = [r for r in self.results if r.gold_found]
+        answers: dict[str, Any] = {}
+        if answered:
+            kinds = sorted({r.kind for r in answered})
+            answers = {
+                "answer_hit": share(answered, lambda r: bool(r.answer_hit)),
+                "answer_gold_share": round(
+                    sum(sum(r.gold_found) / len(r.gold_found) for r in answered) / len(answered),
+                    4,
+                ),
+                "answer_hit_by_kind": {
+                    kind: share(
+                        [r for r in answered if r.kind == kind], lambda r: bool(r.answer_hit)
+                    )
+                    for kind in kinds
+                },
+            }
+        return answers | {
             "n": len(self.results),
             "recall@1": recall(1),
             "recall@3": recall(3),
@@ -219,6 +275,11 @@ def evaluate(
                     newest_rank < o for o in older_ranks
                 )
             shown = {r.id for r in got.shortlist}
+            gold_found: tuple[bool, ...] = ()
+            answer = ""
+            if q.gold:
+                answer = answer_retrieved(wiki, viewer, got, chosen, budget).answer
+                gold_found = tuple(contains(answer, g) for g in q.gold)
             results.append(
                 QuestionResult(
                     qid=q.qid,
@@ -232,6 +293,8 @@ def evaluate(
                     shortlist_hit=bool(relevant & shown) if q.relevant else None,
                     nothing_found=got.nothing_found,
                     prompt_tokens=got.tokens_in or got.pick_prompt_tokens,
+                    gold_found=gold_found,
+                    answer=answer,
                 )
             )
     return EvalResult(k=k, backend=chosen.name, results=tuple(results))

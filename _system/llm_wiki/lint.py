@@ -9,7 +9,8 @@ Deterministic checks, each finding at a level:
   a synthesis resting on an entry since superseded (its domain is out of date); a raw source no
   entry cites and no ingest read; a tag or domain used once that looks like a typo of a used one;
 - info: an imported or ingested decision without alternatives (nothing is invented from a
-  source); an active entry past the schema's review window; a raw source an ingest read and found
+  source); per domain, the alternatives an importer gave the placeholder reason because the
+  record says none; an active entry past the schema's review window; a raw source an ingest read and found
   nothing in; any other tag or domain used once.
 
 With ``--with-llm``, entries of one domain that share a tag are shown to the LLM, which names
@@ -30,7 +31,7 @@ from llm_wiki import backends, clock, store
 from llm_wiki.access import Viewer
 from llm_wiki.catalog import Row, read_catalog
 from llm_wiki.citations import find_quote
-from llm_wiki.entries import Entry, check_entry
+from llm_wiki.entries import PLACEHOLDER_REASON, Entry, check_entry
 from llm_wiki.errors import WikiError
 from llm_wiki.prompts import json_object, render_prompt
 from llm_wiki.reads import read_entry
@@ -120,6 +121,7 @@ def lint(
     findings += _tamper(wiki, viewer)
     findings += _duplicates(rows)
     findings += _alternatives(rows)
+    findings += _placeholder_reasons(rows)
     findings += _review(wiki, rows)
     findings += _stale_syntheses(rows, by_id)
     if viewer.sees_all:  # raw files carry no scope: only a reader of every scope may judge them
@@ -326,6 +328,28 @@ def _duplicates(rows: Sequence[Row]) -> list[Finding]:
                             )
                         )
     return out
+
+
+def _placeholder_reasons(rows: Sequence[Row]) -> list[Finding]:
+    """One finding per domain: how many alternatives carry the importer's placeholder reason."""
+    by_domain: dict[str, list[str]] = defaultdict(list)
+    total: Counter[str] = Counter()
+    for row in rows:
+        n = sum(1 for a in row.alternatives if a.rejected_because == PLACEHOLDER_REASON)
+        if n:
+            by_domain[row.domain].append(row.id)
+            total[row.domain] += n
+    return [
+        Finding(
+            "info",
+            "placeholder-reasons",
+            tuple(ids),
+            f"{total[domain]} alternatives in {len(ids)} decisions of domain {domain} have no "
+            "reason in their record (rejected_because is the placeholder); add the reason by "
+            "superseding the entry, or in the record and import again.",
+        )
+        for domain, ids in sorted(by_domain.items())
+    ]
 
 
 def _alternatives(rows: Sequence[Row]) -> list[Finding]:

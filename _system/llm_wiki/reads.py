@@ -22,6 +22,10 @@ class Shown:
 
     def to_dict(self) -> dict[str, Any]:
         data = self.row.to_dict()
+        full = self.entry.to_dict()
+        for key in ("date_source", "roles", "relates"):  # written only when they hold something
+            if key in full:
+                data[key] = full[key]
         data["body"] = self.entry.body
         data["text"] = self.text
         return data

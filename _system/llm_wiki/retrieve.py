@@ -38,6 +38,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from llm_wiki.access import Viewer, scope_field
+from llm_wiki.answers import Opened, compose
 from llm_wiki.backends import Backend, call, estimate_tokens, get_backend
 from llm_wiki.catalog import Catalog, Row, read_catalog
 from llm_wiki.citations import Statement, check_statements, evidence_from_entry, extract_cited
@@ -345,6 +346,20 @@ def query(
         )
     chosen.check()
     got = retrieve(wiki, viewer, question, backend=chosen, k=k, budget=budget)
+    return answer_retrieved(wiki, viewer, got, chosen, budget, file_back=file_back)
+
+
+def answer_retrieved(
+    wiki: Wiki,
+    viewer: Viewer,
+    got: Retrieval,
+    chosen: Backend,
+    budget: int,
+    *,
+    file_back: bool = False,
+) -> Answer:
+    """Step 5 for a question already retrieved: nothing found, the extractive answer offline, or
+    the LLM's (``eval`` scores it against gold sentences)."""
     if got.nothing_found:
         return Answer(
             question=got.question.text,
@@ -358,7 +373,7 @@ def query(
             tokens_out=got.tokens_out,
         )
     if not chosen.is_llm:
-        return _extractive(got, chosen)
+        return _extractive(wiki, got, chosen)
     return _generated(wiki, viewer, got, chosen, budget, file_back)
 
 
@@ -376,25 +391,37 @@ def _nothing_text(got: Retrieval, backend: Backend) -> str:
     )
 
 
-def _extractive(got: Retrieval, backend: Backend) -> Answer:
-    lines = [
-        "Extractive answer (offline backend: the best-matching entries' summaries, quoted; "
-        "no text was generated):",
-        "",
+def _extractive(wiki: Wiki, got: Retrieval, backend: Backend) -> Answer:
+    """Offline: sentences quoted from the opened entries, chosen by what the question asks
+    (:mod:`llm_wiki.answers`), each with its id; nothing generated."""
+    opened = [
+        Opened(read_entry(wiki, s.row)[0], s.row.effective_status, s.row.superseded_by)
+        for s in got.opened
     ]
+    composed = compose(got.question.text, got.question.terms, opened)
+    lines = [
+        "Extractive answer (offline backend: sentences quoted from the entries, each with its "
+        "id; no text was generated):",
+        "",
+        composed.text,
+    ]
+    by_id = {s.row.id: s for s in got.opened}
+    lines += ["", "Entries opened:"]
     for source in got.opened:
         row = source.row
         status = "" if row.effective_status == "active" else f", {row.effective_status}"
         lines.append(f"- [{row.id}] ({row.date}, {row.type}{status}) {row.summary}")
         if row.superseded_by:
             lines.append(f"  Superseded by {', '.join(row.superseded_by)}.")
-        replaced = [old for old in row.supersedes if any(o.row.id == old for o in got.opened)]
+        replaced = [old for old in row.supersedes if old in by_id]
         if replaced:
             lines.append(f"  It replaced {', '.join(replaced)}.")
+    cited = [by_id[c] for c in composed.cited if c in by_id]
+    cited += [s for s in got.opened if s.row.id not in composed.cited]
     return Answer(
         question=got.question.text,
         answer="\n".join(lines),
-        cited=tuple(Citation(s.row.id, s) for s in got.opened),
+        cited=tuple(Citation(s.row.id, s) for s in cited),
         opened=got.opened,
         mode="extractive",
         backend=backend.name,

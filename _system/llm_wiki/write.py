@@ -55,6 +55,7 @@ def write_entry(
     viewer: Viewer,
     explicit_id: str | None = None,
     dry_run: bool = False,
+    title: str | None = None,
 ) -> WriteResult:
     """Validate ``entry`` (its id is ignored) and record it. Nothing is written on any error."""
     # Callers build entries many ways (flags, MCP, LLM proposals, importers); the catalog row is
@@ -74,7 +75,7 @@ def write_entry(
     _check_sources_shape(entry)
 
     if dry_run:
-        final = dataclasses.replace(entry, id=explicit_id or next(candidate_ids(entry)))
+        final = dataclasses.replace(entry, id=explicit_id or next(candidate_ids(entry, title)))
         text = dump_entry(final)
         with read_catalog(wiki) as catalog:
             _check_references(catalog, entry)
@@ -85,7 +86,7 @@ def write_entry(
         catalog = open_catalog(wiki)
         try:
             _check_references(catalog, entry)
-            ids = [explicit_id] if explicit_id else candidate_ids(entry)
+            ids = [explicit_id] if explicit_id else candidate_ids(entry, title)
             for candidate in ids:
                 final = dataclasses.replace(entry, id=candidate)
                 text = dump_entry(final)
@@ -150,12 +151,16 @@ def _check_references(catalog: Catalog, entry: Entry) -> None:
     An entry outside the writer's scope reads exactly like one that does not exist.
     """
     scope_of = catalog.scope_of
-    for old in entry.supersedes:  # an entry superseding itself: require_valid refused it
-        if scope_of(old) != entry.scope:
-            raise InvalidInput(
-                f"supersedes {old!r}: no such entry in scope {entry.scope!r}; check the id with "
-                "`llm-wiki list`."
-            )
+    for field, ids in (
+        ("supersedes", entry.supersedes),
+        ("relates", [r.id for r in entry.relates]),
+    ):
+        for old in ids:  # an entry naming itself: require_valid refused it
+            if scope_of(old) != entry.scope:
+                raise InvalidInput(
+                    f"{field} {old!r}: no such entry in scope {entry.scope!r}; check the id with "
+                    "`llm-wiki list`."
+                )
     for source in entry.sources:
         if ":" in source or source.startswith("raw/"):
             continue

@@ -1,0 +1,135 @@
+"""Offline answers on real records: the reason quoted, the rejected option's reason, the current
+decision and what it replaced, the alternatives with their reasons, the date; verbatim, each
+sentence with its id, within the cap; and eval's answer_hit on the dev set with gold sentences."""
+
+from __future__ import annotations
+
+import json
+import re
+
+import pytest
+
+from conftest import CORPORA, EVAL
+
+MOJ = CORPORA / "ministryofjustice__cloud-platform"
+TDR = CORPORA / "nationalarchives__tdr-dev-documentation"
+L4B = CORPORA / "thomvaill__log4brains"
+MADR = CORPORA / "adr__madr"
+
+
+@pytest.fixture
+def records(cli):
+    cli("import-adr", str(MOJ), "--domain", "cloud-platform")
+    cli("import-adr", str(TDR), "--domain", "tdr")
+    cli("import-adr", str(L4B), "--domain", "log4brains", "--recursive")
+    cli("import-adr", str(MADR), "--domain", "madr")
+    return cli
+
+
+def ask(cli, question: str) -> tuple[str, dict]:
+    out = cli.json("query", question)
+    return out["answer"].split("\n\nEntries opened:\n", 1)[0], out
+
+
+def quoted(answer: str) -> list[tuple[str, str]]:
+    """(sentence, id) of each answer line."""
+    return re.findall(r"^- (.*) \[([a-z0-9-]+)\]$", answer, re.M)
+
+
+def test_why_quotes_the_reason_from_the_record(records, wiki_path):
+    answer, out = ask(records, "Why did we go with rspec for the cluster tests?")
+    lines = quoted(answer)
+    rspec = out["opened"][0]["id"]
+    assert "rspec" in rspec
+    assert ("There is limited go expertise in the team", rspec) in lines
+    # verbatim: every quoted sentence is in the entry it cites (markdown marks aside)
+    for sentence, entry_id in lines:
+        text = records.json("show", entry_id)["text"]
+        plain = re.sub(r"[*_`]|\[([^\]]*)\]\([^)]*\)", r"\1", text)
+        head = sentence.split(" (20")[0]
+        assert head.split(": ")[-1][:40] in " ".join(plain.split()), sentence
+
+
+def test_why_not_quotes_the_named_alternatives_reason(records):
+    answer, out = ask(records, "Why didn't we pick Fuse.js for search?")
+    lunr = out["opened"][0]["id"]
+    assert (
+        "Not chosen: fuse js, <https://fusejs.io/>; Fast indexing; Slow searching; Only fuzzy "
+        "search, no stemming",
+        lunr,
+    ) in quoted(answer) or "Only fuzzy search, no stemming" in answer
+    answer, out = ask(
+        records, "Why didn't we build a centralised egress VPC for traffic inspection?"
+    )
+    lines = quoted(answer)
+    firewall = out["opened"][0]["id"]
+    assert (
+        "However, this ran into problems: test clusters use overlapping CIDRs, which prevents "
+        "reliable connectivity to a shared egress VPC.",
+        firewall,
+    ) in lines
+
+
+def test_current_puts_the_current_decision_first_with_what_it_replaced(records):
+    answer, out = ask(records, "Do we still restrict user access to S3 objects with Cognito?")
+    first, first_id = quoted(answer)[0]
+    assert first.startswith("Current decision: Proxy S3 uploads through CloudFront")
+    assert "cloudfront" in first_id
+    assert (
+        "It replaced, on 2021-09-17, the decision of 2020-04-01: Restricting User Access" in answer
+    )
+
+
+def test_alternatives_lists_each_option_with_its_reason(records):
+    answer, out = ask(
+        records, "Which alternatives did we consider for the Excel generation library?"
+    )
+    assert "Considered and not chosen: apache poi, " in answer
+    assert "Convoluted code" in answer
+
+
+def test_when_gives_the_date_and_where_it_came_from(records):
+    answer, out = ask(records, "When did we decide to use Lunr for search?")
+    (first, entry_id) = quoted(answer)[0]
+    assert first.startswith("2020-11-03: Use Lunr for search") and "lunr" in entry_id
+
+
+def test_answers_stay_within_the_cap(records):
+    from llm_wiki.answers import ANSWER_TOKENS
+    from llm_wiki.backends import estimate_tokens
+
+    for question in (
+        "Why EKS?",
+        "What options did we consider for EKS?",
+        "Why not kOps?",
+        "When did we move to EKS?",
+        "Are we still on kOps?",
+    ):
+        answer, _ = ask(records, question)
+        body = answer.split("\n\n", 1)[1]
+        assert estimate_tokens(body) <= ANSWER_TOKENS + 10, question
+
+
+def test_question_kinds_come_from_the_wording():
+    from llm_wiki.answers import question_kind
+
+    assert question_kind("Why is MADR dual-licensed?") == "why"
+    assert question_kind("Why didn't we use kubelogin?") == "why-not"
+    assert question_kind("Why rspec instead of a Go framework?") == "why-not"
+    assert question_kind("What options did we weigh for search?") == "alternatives"
+    assert question_kind("Do we still build with Jenkins?") == "current"
+    assert question_kind("When was Functions-as-a-Service rejected?") == "when"
+
+
+@pytest.mark.slow
+def test_eval_reports_answer_hit_on_the_dev_set(records, tmp_path):
+    subset = tmp_path / "answers.jsonl"
+    rows = [json.loads(line) for line in (EVAL / "answers-dev.jsonl").read_text().splitlines()]
+    subset.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    out = records.json("eval", str(subset))
+    assert out["n"] == 65
+    assert set(out["answer_hit_by_kind"]) == {"why", "alternatives", "current", "when"}
+    # measured offline on this build (see the issue-14 report); a floor, not a target
+    assert out["answer_hit"] >= 0.75
+    q = next(q for q in out["questions"] if q["qid"] == "ans-13")
+    assert q["answer_hit"] is True and q["gold_found"] == [True]
