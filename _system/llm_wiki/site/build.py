@@ -13,6 +13,7 @@ wiki and reader give the same bytes.
 from __future__ import annotations
 
 import contextlib
+import functools
 import hashlib
 import json
 import os
@@ -139,7 +140,6 @@ class _Builder:
             "title": view.wiki.root.name,
             "reader": view.viewer.name if view.viewer.walls else "",
         }
-        self._env: Any = None
         self._terms: dict[str, list[str]] = {}  # id -> body words, filled as pages render
 
     # -- helpers shared by the page contexts
@@ -239,19 +239,7 @@ class _Builder:
 
     @property
     def env(self) -> Any:
-        if self._env is None:
-            import jinja2
-
-            self._env = jinja2.Environment(
-                loader=jinja2.FileSystemLoader(str(SITE_TEMPLATES)),
-                autoescape=True,
-                undefined=jinja2.StrictUndefined,
-                trim_blocks=True,
-                lstrip_blocks=True,
-                keep_trailing_newline=True,
-            )
-            self._env.globals["slug"] = slug
-        return self._env
+        return _environment()
 
     def render(self, page: _Page, context: dict[str, Any]) -> bytes:
         extra = self.finish(page, context)
@@ -725,6 +713,25 @@ class _Builder:
 
 
 # --------------------------------------------------------------------------- small helpers
+
+
+@functools.cache
+def _environment() -> Any:
+    """The templates, compiled once per process (compiling costs more than rendering a small
+    site; ``--serve`` and the tests build many)."""
+    import jinja2
+
+    env = jinja2.Environment(
+        loader=jinja2.FileSystemLoader(str(SITE_TEMPLATES)),
+        autoescape=True,
+        undefined=jinja2.StrictUndefined,
+        trim_blocks=True,
+        lstrip_blocks=True,
+        keep_trailing_newline=True,
+        auto_reload=False,
+    )
+    env.globals["slug"] = slug
+    return env
 
 
 def slug(name: str) -> str:
