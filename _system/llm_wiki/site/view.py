@@ -169,7 +169,7 @@ class View:
         from llm_wiki.consolidate import domain_states
 
         try:
-            return domain_states(self.wiki, self.viewer)
+            return domain_states(self.wiki, self.viewer, self.rows)
         except WikiError:
             return []
 
