@@ -29,7 +29,7 @@ from llm_wiki.access import Viewer, walls_on
 from llm_wiki.catalog import Row
 from llm_wiki.entries import NAME_RE, sha256_hex, slugify
 from llm_wiki.errors import InvalidInput
-from llm_wiki.site import pictures
+from llm_wiki.site import html, pictures
 from llm_wiki.site.text import render_body, words
 from llm_wiki.site.view import View, load_view, raw_sources
 from llm_wiki.wiki import TEMPLATES, Wiki
@@ -745,6 +745,7 @@ def _environment() -> Any:
         auto_reload=False,
     )
     env.globals["slug"] = slug
+    env.globals["h"] = html
     return env
 
 

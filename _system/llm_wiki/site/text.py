@@ -32,12 +32,12 @@ def _md() -> Any:
 
 
 def words(text: str) -> list[str]:
-    """The distinct words of a text, lowercased, in order of first use (for search)."""
-    seen: dict[str, None] = {}
-    for word in re.findall(r"\w[\w'-]*\w|\w", text.lower()):
-        if len(word) > 1 or word.isdigit():
-            seen.setdefault(word, None)
-    return list(seen)
+    """The distinct words of a text, lowercased, in order of first use (for search; MiniSearch
+    splits on the same non-word characters)."""
+    return list(dict.fromkeys(_WORD_RE.findall(text.lower())))
+
+
+_WORD_RE = re.compile(r"\w+")
 
 
 def render_body(
