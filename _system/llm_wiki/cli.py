@@ -544,7 +544,7 @@ def wiki_site(
         llm-wiki site --out /tmp/wiki-site --as alice
         llm-wiki site --serve 8765
     """
-    from llm_wiki.site import build_site
+    from llm_wiki.site import build_site  # deferred: jinja2 and markdown-it, for this command
 
     wiki, viewer = _context(wiki_path, reader)
     result = build_site(wiki, viewer, out)
@@ -565,14 +565,12 @@ def wiki_site(
         if not as_json:
             click.echo(f"Open file://{result.out}/index.html")
         return
-    from pathlib import Path
-
-    from llm_wiki.site.serve import serve
+    from llm_wiki.site.serve import serve  # deferred: http.server, only with --serve
 
     serve(
         wiki,
         viewer.name or None,
-        Path(result.out),
+        result.out,
         port,
         on_start=lambda url: click.echo(f"Serving {result.out} at {url} (Ctrl-C to stop)"),
         on_rebuild=report,

@@ -24,12 +24,15 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
+import jinja2
+
 from llm_wiki import __version__
 from llm_wiki.access import Viewer, walls_on
 from llm_wiki.catalog import Row
 from llm_wiki.entries import NAME_RE, sha256_hex, slugify
 from llm_wiki.errors import InvalidInput
 from llm_wiki.site import html, pictures
+from llm_wiki.site.obsidian import write_graph_notes
 from llm_wiki.site.text import render_body, words
 from llm_wiki.site.view import View, load_view, raw_sources
 from llm_wiki.wiki import TEMPLATES, Wiki
@@ -91,8 +94,6 @@ def build_site(wiki: Wiki, viewer: Viewer, out: str | os.PathLike[str] | None = 
     view = load_view(wiki, viewer)
     builder = _Builder(view, target)
     written, removed, pages = builder.run()
-    from llm_wiki.site.obsidian import write_graph_notes
-
     notes = write_graph_notes(view)
     return SiteResult(
         out=str(target),
@@ -733,8 +734,6 @@ class _Builder:
 def _environment() -> Any:
     """The templates, compiled once per process (compiling costs more than rendering a small
     site; ``--serve`` and the tests build many)."""
-    import jinja2
-
     env = jinja2.Environment(
         loader=jinja2.FileSystemLoader(str(SITE_TEMPLATES)),
         autoescape=True,

@@ -18,6 +18,7 @@ from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
+from llm_wiki.access import resolve_viewer
 from llm_wiki.errors import WikiError
 from llm_wiki.site.build import SiteResult, build_site
 from llm_wiki.wiki import Wiki
@@ -61,7 +62,7 @@ def wiki_state(wiki: Wiki) -> tuple[Any, ...]:
 def serve(
     wiki: Wiki,
     reader: str | None,
-    out: Path,
+    out: str | Path,
     port: int,
     *,
     on_start: Callable[[str], None],
@@ -70,8 +71,6 @@ def serve(
     stop: threading.Event | None = None,
 ) -> None:
     """Serve ``out`` on 127.0.0.1:``port`` (0: any free port) until ``stop`` is set or Ctrl-C."""
-    from llm_wiki.access import resolve_viewer
-
     stop = stop or threading.Event()
     handler = functools.partial(_Handler, directory=str(out))
     try:

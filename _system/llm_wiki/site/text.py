@@ -16,6 +16,8 @@ import re
 from collections.abc import Callable
 from typing import Any
 
+from markdown_it import MarkdownIt
+from markdown_it.token import Token
 from markupsafe import Markup
 
 CITE_RE = re.compile(r"\[(\d{4}-\d\d-\d\d-[a-z0-9][a-z0-9-]*[a-z0-9])\]")
@@ -24,8 +26,6 @@ _SCHEME_RE = re.compile(r"^[a-zA-Z][a-zA-Z0-9+.-]*:")
 
 @functools.cache
 def _md() -> Any:
-    from markdown_it import MarkdownIt  # deferred: only `site` renders markdown
-
     md = MarkdownIt("commonmark", {"html": False, "linkify": False, "typographer": False})
     md.disable("image")
     return md
@@ -48,8 +48,6 @@ def render_body(
 ) -> Markup:
     """``text`` (markdown) as safe HTML. ``entry_href(id)``: the relative URL of a visible
     entry's page, else None; ``file_href(name)``: the same for a file a relative link names."""
-    from markdown_it.token import Token
-
     md = _md()
     tokens = md.parse(text)
     for block in tokens:

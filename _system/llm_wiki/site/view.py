@@ -21,6 +21,9 @@ from llm_wiki.access import Viewer, split_scopes
 from llm_wiki.catalog import Row, read_catalog
 from llm_wiki.entries import ID_RE, decode_text, split_frontmatter
 from llm_wiki.errors import InvalidInput, WikiError
+from llm_wiki.reads import read_entry, read_entry_bytes
+from llm_wiki.stats import llm_usage
+from llm_wiki.verify import verify as verify_wiki
 from llm_wiki.wiki import Wiki
 
 RAW_SOURCE_RE = re.compile(r"^(raw/[0-9a-f]{64}(?:\.[A-Za-z0-9]+)?)(?:#L(\d+)(?:-L(\d+))?)?\Z")
@@ -87,10 +90,8 @@ class View:
         """The entry's markdown body, read from its file or archive (frontmatter not parsed:
         the catalog row already holds it)."""
         try:
-            data = store.read_entry_bytes(self.wiki, row.path, row.archive, row.archive_at)
-        except FileNotFoundError:
-            from llm_wiki.reads import read_entry  # archived since the row was read
-
+            data = read_entry_bytes(self.wiki, row.path, row.archive, row.archive_at)
+        except FileNotFoundError:  # archived since the row was read
             try:
                 return read_entry(self.wiki, row)[0].body
             except WikiError as exc:
@@ -104,8 +105,6 @@ class View:
 
     def extra(self, row: Row, key: str) -> Any:
         """One extra frontmatter field (syntheses record their method); parses the file."""
-        from llm_wiki.reads import read_entry
-
         try:
             return read_entry(self.wiki, row)[0].get_extra(key)
         except WikiError:
@@ -122,9 +121,7 @@ class View:
     # -- the machinery
     @functools.cached_property
     def verify(self) -> Any:
-        from llm_wiki.verify import verify
-
-        return verify(self.wiki, self.viewer)
+        return verify_wiki(self.wiki, self.viewer)
 
     @functools.cached_property
     def tamper(self) -> dict[str, str]:
@@ -153,20 +150,18 @@ class View:
 
     @functools.cached_property
     def llm(self) -> dict[str, Any]:
-        from llm_wiki.stats import llm_usage
-
         return llm_usage(self.wiki, self.viewer)
 
     @functools.cached_property
     def failures(self) -> list[Any]:
-        from llm_wiki.consolidate import failure_records
+        from llm_wiki.consolidate import failure_records  # deferred: the nightly job's module
 
         return [r for r in failure_records(self.wiki) if self.viewer.can_read(r.scope)]
 
     @functools.cached_property
     def domain_states(self) -> list[Any]:
         """Consolidation state of each (scope, domain) this reader may write."""
-        from llm_wiki.consolidate import domain_states
+        from llm_wiki.consolidate import domain_states  # deferred: the nightly job's module
 
         try:
             return domain_states(self.wiki, self.viewer, self.rows)
