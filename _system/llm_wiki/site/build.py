@@ -788,15 +788,28 @@ def _fingerprint(code: str, template: str, common: dict[str, Any], ctx: dict[str
 
 
 def _write_if_changed(path: Path, data: bytes) -> bool:
-    """Write ``data`` to ``path`` unless it already holds exactly that. The file is replaced
-    atomically (a reader, or ``--serve``, never sees half a page) but not fsynced: a site is a
+    """Write ``data`` to ``path`` unless it already holds exactly that. An existing file is
+    replaced atomically (``--serve`` never sends half a page); a new one is written in place
+    (nothing links to it until the pages that do are replaced). Nothing is fsynced: a site is a
     view the next build makes again, and 10,000 fsyncs would cost more than the build."""
     try:
         if path.stat().st_size == len(data) and path.read_bytes() == data:
             return False
+        exists = True
     except FileNotFoundError:
-        pass
-    path.parent.mkdir(parents=True, exist_ok=True)
+        exists = False
+    if not exists:
+        try:
+            with open(path, "xb") as fh:
+                fh.write(data)
+            return True
+        except FileNotFoundError:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            with open(path, "xb") as fh:
+                fh.write(data)
+            return True
+        except FileExistsError:
+            pass  # a racing build made it: replace it below
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
     try:
         tmp.write_bytes(data)
