@@ -762,7 +762,8 @@ def _node(ref: dict[str, Any], here: bool = False) -> dict[str, Any]:
     status = ref["status"]
     return {
         "id": None if here else ref["id"],
-        "head": f"{ref['date']} {ref['type'] if status == 'active' else status}",
+        "head": ref["date"],
+        "kind": ref["type"] if status == "active" else status,
         "label": ref["summary"],
         "title": f"{ref['id']} ({ref['type']}, {status}): {ref['summary']}",
         "dashed": status != "active",

@@ -233,11 +233,11 @@ def relations(centre: dict[str, Any], groups: dict[str, list[dict[str, Any]]], r
     body: list[str] = []
 
     def node(x: float, y: float, item: dict[str, Any], css: str = "") -> str:
-        lines = [item.get("head", "")] + _two_lines(item["label"], 19)
-        lines = [line for line in lines if line]
+        head = [x for x in (item.get("head", ""), item.get("kind", "")) if x]
+        lines = [*head, *_two_lines(item["label"], 19)[: 3 - len(head)]]
         text = "".join(
             f'<text x="{x:g}" y="{y + 3 + 10 * i - 5 * (len(lines) - 1):g}" '
-            f'class="{"small strong" if i == 0 and item.get("head") else "small"}" '
+            f'class="{"small strong" if i < len(head) else "small"}" '
             f'text-anchor="middle">{_esc(line)}</text>'
             for i, line in enumerate(lines)
         )
