@@ -541,7 +541,7 @@ def wiki_site(
     Example usage:
 
         llm-wiki site
-        llm-wiki site --out /tmp/wiki-site --as alice
+        llm-wiki site --out ~/wiki-site --as alice
         llm-wiki site --serve 8765
     """
     from llm_wiki.site import build_site  # deferred: jinja2 and markdown-it, for this command
