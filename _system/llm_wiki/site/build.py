@@ -26,12 +26,13 @@ from typing import Any
 
 import jinja2
 
+import llm_wiki.site.html as html  # the submodules, not the package (which imports this one)
+import llm_wiki.site.pictures as pictures
 from llm_wiki import __version__
 from llm_wiki.access import Viewer, walls_on
 from llm_wiki.catalog import Row
 from llm_wiki.entries import NAME_RE, sha256_hex, slugify
 from llm_wiki.errors import InvalidInput
-from llm_wiki.site import html, pictures
 from llm_wiki.site.obsidian import write_graph_notes
 from llm_wiki.site.text import render_body, words
 from llm_wiki.site.view import View, load_view, raw_sources

@@ -21,6 +21,7 @@ from llm_wiki.access import Viewer, split_scopes
 from llm_wiki.catalog import Row, read_catalog
 from llm_wiki.entries import ID_RE, decode_text, split_frontmatter
 from llm_wiki.errors import InvalidInput, WikiError
+from llm_wiki.failures import failure_records
 from llm_wiki.reads import read_entry, read_entry_bytes
 from llm_wiki.stats import llm_usage
 from llm_wiki.verify import verify as verify_wiki
@@ -154,8 +155,6 @@ class View:
 
     @functools.cached_property
     def failures(self) -> list[Any]:
-        from llm_wiki.consolidate import failure_records  # deferred: the nightly job's module
-
         return [r for r in failure_records(self.wiki) if self.viewer.can_read(r.scope)]
 
     @functools.cached_property
