@@ -36,7 +36,7 @@ from hypothesis import strategies as st
 import walls_world
 from conftest import Cli
 from llm_wiki.backends import MockBackend
-from llm_wiki.wiki import init_wiki
+from llm_wiki.create import init_wiki
 
 SCOPE_POOL = ("matter-kestrel", "matter-osprey", "hr-plover", "deal-egret")
 READER_POOL = ("alice", "bob", "carol")
