@@ -172,8 +172,10 @@ def examples():
 
 # Examples that need what a test must not touch: an API key or `claude` (the backends are
 # tested against a loopback server and a fake `claude`), the OS's service manager, a git
-# remote, or a stdio client (mcp). Each is exercised in its own test file.
+# remote, a stdio client (mcp), or a server that runs until Ctrl-C (site --serve). Each is
+# exercised in its own test file.
 NOT_RUN = (
+    "--serve",
     "anthropic",
     "claude-cli",
     "claude mcp",

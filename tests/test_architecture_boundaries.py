@@ -59,6 +59,15 @@ LAYERS = {
     "llm_wiki.brief": 10,
     "llm_wiki.ingest": 10,
     "llm_wiki.evaluation": 10,
+    # the static site reads through catalog, reads, verify, stats, failures and consolidate
+    "llm_wiki.site": 10,
+    "llm_wiki.site.view": 10,
+    "llm_wiki.site.text": 10,
+    "llm_wiki.site.html": 10,
+    "llm_wiki.site.pictures": 10,
+    "llm_wiki.site.obsidian": 10,
+    "llm_wiki.site.build": 10,
+    "llm_wiki.site.serve": 10,
     # 11: the front door (a Session shared by the adapters) is to come
     "llm_wiki.mcp_server": 12,
     "llm_wiki.cli": 13,

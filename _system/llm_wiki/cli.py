@@ -509,6 +509,74 @@ def index_build(check: bool, as_json: bool, wiki_path: str | None, reader: str |
         sys.exit(1)
 
 
+@cli.command(name="site")
+@click.option(
+    "--out",
+    metavar="DIR",
+    help="Where to build it (an empty or new folder, or an earlier site); default "
+    ".llm-wiki/site/ (under walls .llm-wiki/site/READER/).",
+)
+@click.option(
+    "--serve",
+    "port",
+    type=click.IntRange(0, 65535),
+    is_flag=False,
+    flag_value=8000,
+    default=None,
+    metavar="[PORT]",
+    help="Then serve it on 127.0.0.1 (default port 8000; 0: any free one) and rebuild it when "
+    "the wiki changes, until Ctrl-C.",
+)
+@_json_option
+@_wiki_options
+def wiki_site(
+    out: str | None, port: int | None, as_json: bool, wiki_path: str | None, reader: str | None
+) -> None:
+    """Build a static site of what the reader may read: wiki, evidence and inspector pages.
+
+    Plain HTML with inline pictures and an offline search; it opens from the folder (file://)
+    or from any static host and loads nothing from outside it. A rebuild renders only the pages
+    whose inputs changed. Under walls a site is built for one reader (--as).
+
+    Example usage:
+
+        llm-wiki site
+        llm-wiki site --out ~/wiki-site --as alice
+        llm-wiki site --serve 8765
+    """
+    from llm_wiki.site import build_site  # deferred: jinja2 and markdown-it, for this command
+
+    wiki, viewer = _context(wiki_path, reader)
+    result = build_site(wiki, viewer, out)
+
+    def report(result: Any) -> None:
+        if as_json:
+            _print_json(result.to_dict())
+            return
+        whom = f" for {result.reader}" if viewer.walls and result.reader else ""
+        click.echo(
+            f"Built the site{whom}: {_n(result.pages, 'page')}, {len(result.written)} written, "
+            f"{len(result.removed)} removed ({_n(result.entries, 'entry', 'entries')}) in "
+            f"{result.out}"
+        )
+
+    report(result)
+    if port is None:
+        if not as_json:
+            click.echo(f"Open file://{result.out}/index.html")
+        return
+    from llm_wiki.site.serve import serve  # deferred: http.server, only with --serve
+
+    serve(
+        wiki,
+        viewer.name or None,
+        result.out,
+        port,
+        on_start=lambda url: click.echo(f"Serving {result.out} at {url} (Ctrl-C to stop)"),
+        on_rebuild=report,
+    )
+
+
 @cli.command(name="verify")
 @_json_option
 @_wiki_options

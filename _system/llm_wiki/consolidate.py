@@ -123,10 +123,19 @@ def fingerprint(rows: Iterable[Row]) -> str:
     return digest.hexdigest()
 
 
-def domain_states(wiki: Wiki, viewer: Viewer) -> list[DomainState]:
-    """Every (scope, domain) the viewer may write that has evidence or a synthesis."""
-    with read_catalog(wiki) as catalog:
-        rows = catalog.rows(viewer, status="active")
+def domain_states(
+    wiki: Wiki, viewer: Viewer, rows: Sequence[Row] | None = None
+) -> list[DomainState]:
+    """Every (scope, domain) the viewer may write that has evidence or a synthesis.
+
+    ``rows``: the viewer's rows when the caller already holds them (the site), else read here;
+    only the active ones count.
+    """
+    if rows is None:
+        with read_catalog(wiki) as catalog:
+            rows = catalog.rows(viewer, status="active")
+    else:
+        rows = [r for r in rows if r.effective_status == "active" and viewer.can_read(r.scope)]
     evidence: dict[tuple[str, str], list[Row]] = {}
     current: dict[tuple[str, str], list[Row]] = {}
     for row in rows:

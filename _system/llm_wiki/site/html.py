@@ -1,0 +1,85 @@
+"""The small pieces every list on the site repeats (an entry's line, a decision with its
+reasons), written in Python: a tag or person page lists thousands of entries, and a jinja macro
+per line cost more than the rest of the build. Every value goes through markupsafe's escape."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from markupsafe import Markup, escape
+
+GLYPHS = {"active": "●", "superseded": "⊘", "proposed": "◇", "rejected": "✕", "deprecated": "□"}
+
+
+def glyph(status: str) -> Markup:
+    return Markup(f'<span class="glyph" aria-hidden="true">{GLYPHS.get(status, "□")}</span>')
+
+
+def status_word(e: dict[str, Any]) -> Markup:
+    out = ""
+    if e["status"] != "active":
+        out += f' · <b class="status">{escape(e["status"])}</b>'
+    if e["generated"]:
+        out += ' · <span class="generated">generated</span>'
+    return Markup(out)
+
+
+def link(e: dict[str, Any], root: str) -> Markup:
+    return Markup(
+        f'<a href="{escape(root)}entries/{escape(e["id"])}.html">{escape(e["summary"])}</a>'
+    )
+
+
+def item(e: dict[str, Any], root: str, domain: bool = False) -> Markup:
+    where = (
+        f' · <a href="{escape(root)}domains/{escape(e["domain"])}.html">{escape(e["domain"])}</a>'
+        if domain
+        else ""
+    )
+    return Markup(
+        f'<li class="entry status-{escape(e["status"])}">{glyph(e["status"])} {link(e, root)} '
+        f'<span class="meta">{escape(e["date"])} · {escape(e["type"])}{where}{status_word(e)}'
+        "</span></li>"
+    )
+
+
+def entries(
+    items: Sequence[dict[str, Any]], root: str, domain: bool = False, empty: str = "None."
+) -> Markup:
+    if not items:
+        return Markup(f'<p class="none">{escape(empty)}</p>')
+    return Markup(
+        '<ul class="entries">\n' + "\n".join(item(e, root, domain) for e in items) + "\n</ul>"
+    )
+
+
+def decision(d: dict[str, Any], root: str, slug: Callable[[str], str]) -> Markup:
+    out = [
+        f'<article class="decision status-{escape(d["status"])}">',
+        f"<h3>{glyph(d['status'])} {link(d, root)}</h3>",
+    ]
+    by = ""
+    if d["actors"]:
+        by = " · by " + ", ".join(
+            f'<a href="{escape(root)}actors/{escape(slug(a))}.html">{escape(a)}</a>'
+            for a in d["actors"]
+        )
+    out.append(f'<p class="meta">{escape(d["date"])}{by}{status_word(d)}</p>')
+    if d["alternatives"]:
+        out.append('<p class="label">Rejected alternatives</p>\n<ul class="reasons">')
+        out += [f"<li><b>{escape(alt)}</b> — {escape(why)}</li>" for alt, why in d["alternatives"]]
+        out.append("</ul>")
+    if d["replaced"]:
+        olds = "; ".join(f"{link(r, root)} ({escape(r['date'])})" for r in d["replaced"])
+        out.append(f'<p class="replaced">Replaced: {olds}</p>')
+    out.append("</article>")
+    return Markup("\n".join(out))
+
+
+def decisions(
+    ds: Sequence[dict[str, Any]], root: str, slug: Callable[[str], str], empty: str
+) -> Markup:
+    if not ds:
+        return Markup(f'<p class="none">{escape(empty)}</p>')
+    return Markup("\n".join(decision(d, root, slug) for d in ds))

@@ -1,0 +1,221 @@
+"""What one reader may see of a wiki, gathered once per site build.
+
+The only module of the site that reads the wiki: every other part renders what a :class:`View`
+holds, so the walls are applied here, once, by the reader's :class:`~llm_wiki.access.Viewer`.
+Rows come from the catalog for that viewer; relations (what supersedes, cites or is cited by what)
+are computed among the visible rows only, so a hidden entry looks exactly like an absent one; the
+machinery's records (log.md, the LLM call log, verify, failures, archives) are filtered by the
+same rules as the commands that print them.
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+from llm_wiki import store
+from llm_wiki.access import Viewer, split_scopes
+from llm_wiki.catalog import Row, read_catalog
+from llm_wiki.entries import ID_RE, decode_text, split_frontmatter
+from llm_wiki.errors import InvalidInput, WikiError
+from llm_wiki.failures import failure_records
+from llm_wiki.reads import read_entry, read_entry_bytes
+from llm_wiki.stats import llm_usage
+from llm_wiki.verify import verify as verify_wiki
+from llm_wiki.wiki import Wiki
+
+RAW_SOURCE_RE = re.compile(r"^(raw/[0-9a-f]{64}(?:\.[A-Za-z0-9]+)?)(?:#L(\d+)(?:-L(\d+))?)?\Z")
+
+
+@dataclass(frozen=True)
+class LogItem:
+    """One line of log.md the reader may see."""
+
+    time: str
+    op: str
+    subject: str
+    fields: tuple[tuple[str, str], ...]
+
+    @property
+    def month(self) -> str:
+        return self.time[:7]
+
+
+@dataclass
+class View:
+    """One reader's view of one wiki: rows, relations and records, all already filtered."""
+
+    wiki: Wiki
+    viewer: Viewer
+    rows: list[Row]  # visible, newest first (the catalog's order)
+    by_id: dict[str, Row] = field(init=False)
+    supersedes: dict[str, tuple[str, ...]] = field(init=False)
+    superseded_by: dict[str, tuple[str, ...]] = field(init=False)
+    cites: dict[str, tuple[str, ...]] = field(init=False)
+    cited_by: dict[str, tuple[str, ...]] = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.by_id = {r.id: r for r in self.rows}
+        visible = self.by_id
+        self.supersedes = {r.id: tuple(o for o in r.supersedes if o in visible) for r in self.rows}
+        self.superseded_by = {
+            r.id: tuple(n for n in r.superseded_by if n in visible) for r in self.rows
+        }
+        self.cites = {r.id: tuple(s for s in r.sources if s in visible) for r in self.rows}
+        cited: dict[str, list[str]] = {}
+        for r in self.rows:
+            for s in self.cites[r.id]:
+                cited.setdefault(s, []).append(r.id)
+        self.cited_by = {k: tuple(sorted(v)) for k, v in cited.items()}
+
+    # -- entries
+    def status(self, row: Row) -> str:
+        """The effective status among what this reader sees."""
+        return "superseded" if self.superseded_by.get(row.id) else row.status
+
+    @functools.cached_property
+    def open_incidents(self) -> frozenset[str]:
+        """Incidents not superseded and not listed in a later non-generated entry's sources
+        (the briefing's rule), among the visible entries."""
+        cited = {s for r in self.rows if not r.is_generated for s in r.sources if s in self.by_id}
+        return frozenset(
+            r.id
+            for r in self.rows
+            if r.type == "incident" and self.status(r) == "active" and r.id not in cited
+        )
+
+    def body(self, row: Row) -> str:
+        """The entry's markdown body, read from its file or archive (frontmatter not parsed:
+        the catalog row already holds it)."""
+        try:
+            data = read_entry_bytes(self.wiki, row.path, row.archive, row.archive_at)
+        except FileNotFoundError:  # archived since the row was read
+            try:
+                return read_entry(self.wiki, row)[0].body
+            except WikiError as exc:
+                return f"({exc.message})"
+        except WikiError as exc:
+            return f"({exc.message})"
+        try:
+            return split_frontmatter(decode_text(data, row.path))[1].strip("\n")
+        except InvalidInput:
+            return f"({row.path} no longer reads as an entry; run `llm-wiki verify`.)"
+
+    def extra(self, row: Row, key: str) -> Any:
+        """One extra frontmatter field (syntheses record their method); parses the file."""
+        try:
+            return read_entry(self.wiki, row)[0].get_extra(key)
+        except WikiError:
+            return None
+
+    def raw_text(self, name: str) -> str | None:
+        """A raw source's text (``raw/<sha256>.<ext>``), or None if it is not there."""
+        try:
+            data = (self.wiki.root / name).read_bytes()
+        except OSError:
+            return None
+        return data.decode("utf-8", "replace")
+
+    # -- the machinery
+    @functools.cached_property
+    def verify(self) -> Any:
+        return verify_wiki(self.wiki, self.viewer)
+
+    @functools.cached_property
+    def tamper(self) -> dict[str, str]:
+        """Entry id -> the kind of verify finding about it (absent: verify holds)."""
+        return {f.id: f.kind for f in self.verify.findings if f.id}
+
+    @functools.cached_property
+    def log(self) -> list[LogItem]:
+        """The lines of log.md this reader may see, oldest first: a line about an entry only
+        if the entry is visible (or its logged scope is readable); any other line only if the
+        reader may read every scope it names (none named: only a reader who sees everything)."""
+        out = []
+        for _, line in store.read_log(self.wiki):
+            scopes = split_scopes(line.fields.get("scope"))
+            if line.op in ("write", "archive") and ID_RE.match(line.subject or ""):
+                row = self.by_id.get(line.subject)
+                if row is not None:
+                    scopes = [row.scope]
+                elif not scopes:
+                    continue  # an entry this reader cannot see (or that is gone)
+            if not self.viewer.sees(scopes):
+                continue
+            fields = tuple(sorted((k, str(v)) for k, v in line.fields.items()))
+            out.append(LogItem(line.time, line.op, line.subject, fields))
+        return out
+
+    @functools.cached_property
+    def llm(self) -> dict[str, Any]:
+        return llm_usage(self.wiki, self.viewer)
+
+    @functools.cached_property
+    def failures(self) -> list[Any]:
+        return [r for r in failure_records(self.wiki) if self.viewer.can_read(r.scope)]
+
+    @functools.cached_property
+    def domain_states(self) -> list[Any]:
+        """Consolidation state of each (scope, domain) this reader may write."""
+        from llm_wiki.consolidate import domain_states  # deferred: the nightly job's module
+
+        try:
+            return domain_states(self.wiki, self.viewer, self.rows)
+        except WikiError:
+            return []
+
+    def archive_size(self, name: str) -> int | None:
+        """An archive file's size, only for a reader who sees every scope (a shared archive's
+        size would say how much of it is hidden)."""
+        if not self.viewer.sees_all:
+            return None
+        try:
+            return (self.wiki.root / name).stat().st_size
+        except OSError:
+            return None
+
+    @functools.cached_property
+    def settings(self) -> list[tuple[str, str]]:
+        """settings.yaml in force, flattened to dotted keys; a scope name the reader may not
+        read is left out."""
+        out: list[tuple[str, str]] = []
+
+        def walk(prefix: str, node: Any) -> None:
+            if isinstance(node, dict):
+                for key in sorted(node, key=str):
+                    walk(f"{prefix}{key}.", node[key])
+                return
+            if node is None or isinstance(node, bool):  # as YAML writes them
+                text = "null" if node is None else str(node).lower()
+            else:
+                text = str(node)
+            out.append((prefix[:-1], text))
+
+        try:
+            data = self.wiki.settings.data
+        except WikiError:
+            data = {}
+        walk("", data)
+        scope = self.wiki.settings.default_scope if data else ""
+        if scope and not self.viewer.can_read(scope):
+            out = [(k, v) for k, v in out if k != "default_scope"]
+        return out
+
+
+def load_view(wiki: Wiki, viewer: Viewer) -> View:
+    with read_catalog(wiki) as catalog:
+        rows = catalog.rows(viewer)
+    return View(wiki, viewer, rows)
+
+
+def raw_sources(sources: Iterable[str]) -> Iterator[tuple[str, int | None, int | None]]:
+    """(raw name, first line, last line) of each ``raw/…#La-Lb`` source."""
+    for source in sources:
+        m = RAW_SOURCE_RE.match(source)
+        if m:
+            first = int(m.group(2)) if m.group(2) else None
+            last = int(m.group(3)) if m.group(3) else first
+            yield m.group(1), first, last

@@ -1,0 +1,281 @@
+"""`llm-wiki site`: what the built folder holds, that it is the same bytes every time, that a
+rebuild after one write renders only what that write touched, walls, the Obsidian notes, --serve.
+
+What a person sees in a browser is tested in tests/test_site_browser.py; the walls property (random
+wikis, every generated file scanned) in tests/test_site_walls.py.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+
+import pytest
+
+from conftest import REPO, index_files, remove_derived, subprocess_env, write_args
+
+EXAMPLE = REPO / "llm-wiki"
+OLD = "2026-04-02-ledger-postgres"
+NEW = "2026-06-15-move-the-ledger-to-a-single-postings-table-partitioned-by-c75c"
+
+
+@pytest.fixture
+def example(tmp_path):
+    """A copy of the example wiki (a site build writes graph/ notes into the wiki)."""
+    root = tmp_path / "example"
+    shutil.copytree(EXAMPLE, root, ignore=shutil.ignore_patterns(".llm-wiki", "graph"))
+    return root
+
+
+def tree(folder: Path) -> dict[str, bytes]:
+    return {
+        p.relative_to(folder).as_posix(): p.read_bytes()
+        for p in sorted(folder.rglob("*"))
+        if p.is_file()
+    }
+
+
+def build(cli, *args):
+    return cli.json("site", *args)
+
+
+def test_the_example_site_has_every_surface_and_the_same_bytes_every_time(example, tmp_path):
+    from conftest import Cli
+
+    cli = Cli(example)
+    first = build(cli, "--out", str(tmp_path / "a"))
+    assert first["entries"] == 7 and first["reader"] == ""
+    site = tree(tmp_path / "a")
+    for page in (
+        "index.html",
+        "search.html",
+        "domains/index.html",
+        "domains/ledger.html",
+        "tags/database.html",
+        "actors/tomas.html",
+        f"entries/{OLD}.html",
+        "inspector/index.html",
+        "inspector/log-2026-06.html",
+        "search/2026-06.js",
+        "assets/minisearch.js",
+        "assets/minisearch-LICENSE.txt",
+    ):
+        assert page in site, page
+    assert sorted(first["written"]) == sorted(p for p in site if p != ".site-manifest.json")
+    # same wiki, same reader: the same bytes, in another folder or again in the same one
+    build(cli, "--out", str(tmp_path / "b"))
+    assert tree(tmp_path / "b") == site
+    again = build(cli, "--out", str(tmp_path / "a"))
+    assert again["written"] == [] and again["removed"] == []
+    assert tree(tmp_path / "a") == site
+    text = site[f"entries/{OLD}.html"].decode()
+    assert "Superseded." in text and f'href="../entries/{NEW}.html"' in text
+    # nothing is loaded from outside the folder: no absolute URL in any src or stylesheet
+    for name, data in site.items():
+        if name.endswith(".html"):
+            assert not re.search(rb'(src|href)="(https?:)?//', data), name
+
+
+def test_the_default_folder_is_local_state_and_the_text_says_where(example):
+    from conftest import Cli
+
+    result = Cli(example)("site")
+    out = example / ".llm-wiki" / "site"
+    assert f"in {out}" in result.stdout and f"Open file://{out}/index.html" in result.stdout
+    assert (out / "index.html").is_file()
+
+
+def test_entry_text_holding_html_is_shown_as_text(cli, tmp_path):
+    hostile = '<b>bold</b> & <script>alert("summary")</script>'
+    body = (
+        "<script>window.pwned = 1</script>\n\n<img src=x onerror=alert(2)>\n\n"
+        "![remote](https://example.com/tracker.png) [click](javascript:alert(3)) "
+        "[adr](0002-other.md) [web](https://example.org/page)"
+    )
+    cli(*write_args(hostile, body=body, tag=["<i>tag</i>"], actor=["<u>ann</u>"]))
+    build(cli, "--out", str(tmp_path / "s"))
+    site = tree(tmp_path / "s")
+    entry = next(v.decode() for k, v in site.items() if k.startswith("entries/"))
+    assert "&lt;script&gt;window.pwned = 1&lt;/script&gt;" in entry
+    assert "&lt;b&gt;bold&lt;/b&gt; &amp; &lt;script&gt;" in entry
+    assert "<img" not in entry and 'href="javascript:' not in entry
+    assert "[click](javascript:alert(3))" in entry  # a refused link stays text
+    assert 'href="https://example.org/page"' in entry  # a link: a request only when clicked
+    assert '<span class="unlinked" title="0002-other.md">' in entry  # no such page here
+    for name, data in site.items():
+        text = data.decode(errors="replace")
+        if name.endswith(".html"):
+            assert "<script>alert" not in text and "<i>tag</i>" not in text, name
+            assert len(re.findall(r"<script\b", text)) == text.count('<script src="'), name
+        if name.startswith("search/"):  # data for textContent, never markup
+            assert '"s":"<b>bold</b>' in text
+
+
+def test_after_one_write_only_the_pages_it_touches_are_rendered(example, tmp_path, monkeypatch):
+    from conftest import Cli
+
+    monkeypatch.setenv("LLM_WIKI_NOW", "2026-10-01T09:00:00Z")
+    cli = Cli(example)
+    out = tmp_path / "site"
+    build(cli, "--out", str(out))
+    new = cli.json(
+        *write_args(
+            "Keep the ledger postings partitioned, archive old months",
+            domain="ledger",
+            supersedes=NEW,
+            tag=["database"],
+            actor=["tomas"],
+            date="2026-10-01",
+        )
+    )["id"]
+    result = build(cli, "--out", str(out))
+    assert sorted(result["written"]) == sorted(
+        [
+            f"entries/{new}.html",  # the new entry
+            f"entries/{NEW}.html",  # now superseded by it
+            f"entries/{OLD}.html",  # its lineage grew
+            "domains/ledger.html",
+            "domains/index.html",  # counts
+            "tags/database.html",
+            "tags/index.html",
+            "actors/tomas.html",
+            "actors/dev-agent.html",  # lists NEW, now superseded
+            "actors/index.html",
+            "index.html",  # what is new, what changed
+            "inspector/index.html",  # the write in log.md
+            "inspector/log-2026-10.html",
+            "search/2026-06.js",  # NEW's status changed
+            "search/2026-10.js",  # the new entry
+            "search.html",  # a new shard to load
+        ]
+    )
+    # pages the write did not touch keep their bytes and mtime
+    assert (out / "entries/2026-03-04-queue-sqs.html").stat().st_mtime_ns < (
+        out / f"entries/{new}.html"
+    ).stat().st_mtime_ns
+
+
+def test_a_page_no_longer_planned_is_removed_and_other_files_are_refused(example, tmp_path):
+    from conftest import Cli
+
+    cli = Cli(example)
+    out = tmp_path / "site"
+    build(cli, "--out", str(out))
+    (example / "access.yaml").write_text("readers:\n  ann:\n    scopes: [elsewhere]\n")
+    result = build(cli, "--as", "ann", "--out", str(out))  # ann sees nothing: pages go
+    assert f"entries/{OLD}.html" in result["removed"] and result["entries"] == 0
+    assert not (out / "entries").exists() and not (out / "domains" / "ledger.html").exists()
+    busy = tmp_path / "busy"
+    busy.mkdir()
+    (busy / "notes.txt").write_text("mine")
+    for target, words in (
+        (busy, "is not empty and holds no llm-wiki site"),
+        (example, "holds the wiki itself"),
+        (example / "entries" / "x", "inside the wiki's entries/"),
+        (busy / "notes.txt", "is a file"),
+    ):
+        got = cli("site", "--as", "ann", "--out", str(target), code=2)
+        assert words in got.stderr and got.stderr.startswith("Error: ")
+    assert (busy / "notes.txt").read_text() == "mine"
+
+
+WALLS = """readers:
+  root:
+    admin: true
+  alice:
+    scopes: [matter-acme]
+  bob:
+    scopes: [matter-beta]
+"""
+
+
+def test_under_walls_a_site_is_for_one_reader_and_holds_only_their_scopes(cli, wiki_path):
+    acme = cli.json(*write_args("Acme ledger decision qzacme", scope="matter-acme"))["id"]
+    beta = cli.json(*write_args("Beta ledger decision qzbeta", scope="matter-beta"))["id"]
+    cli(*write_args("Acme follow-up", scope="matter-acme", supersedes=acme, tag=["acme-only"]))
+    (wiki_path / "access.yaml").write_text(WALLS)
+    assert "say who is reading with --as READER" in cli("site", code=1).stderr
+    for reader, mine, theirs in (("alice", acme, beta), ("bob", beta, acme)):
+        result = build(cli, "--as", reader)
+        out = Path(result["out"])
+        assert out == wiki_path / ".llm-wiki" / "site" / reader
+        blob = b"".join(tree(out).values()) + "".join(tree(out)).encode()
+        assert mine.encode() in blob and theirs.encode() not in blob
+        assert b"matter-" + (b"beta" if reader == "alice" else b"acme") not in blob
+        assert (b"acme-only" in blob) == (reader == "alice")
+        assert f"Built by llm-wiki for reader <b>{reader}</b>".encode() in blob
+    assert build(cli, "--as", "root")["entries"] == 3
+    notes = sorted(p.relative_to(wiki_path).as_posix() for p in (wiki_path / "graph").rglob("*.md"))
+    assert notes and all(n.startswith("graph/matter-acme/") for n in notes)
+
+
+def test_obsidian_notes_link_supersession_and_leave_the_index_alone(example):
+    from conftest import Cli
+
+    cli = Cli(example)
+    cli("index")
+    before = index_files(example)
+    entries = tree(example / "entries")
+    result = build(cli, "--out", str(example.parent / "site"))
+    assert result["graph_notes"] == 1
+    note = example / "graph" / f"{NEW}.supersedes.md"
+    assert f"[[{NEW}]] supersedes [[{OLD}]]" in note.read_text()
+    assert tree(example / "entries") == entries  # no entry changed
+    assert index_files(example) == before
+    assert cli("index", "--check").stdout.startswith("Index is up to date")
+    remove_derived(example)
+    cli("index")
+    assert index_files(example) == before
+
+
+def test_site_json_has_a_stable_shape(example, tmp_path):
+    from conftest import Cli
+
+    got = build(Cli(example), "--out", str(tmp_path / "s"))
+    assert set(got) == {"out", "reader", "pages", "written", "removed", "entries", "graph_notes"}
+
+
+def test_serve_binds_loopback_and_rebuilds_when_the_wiki_changes(example, tmp_path):
+    env = subprocess_env(LLM_WIKI_DIR=str(example))
+    out = tmp_path / "served"
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "llm_wiki", "site", "--out", str(out), "--serve", "0"],
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        lines = []
+        while not any("Serving" in line for line in lines):
+            line = proc.stdout.readline()
+            assert line, proc.stderr.read()
+            lines.append(line)
+        url = re.search(r"at (http://\S+/) ", lines[-1]).group(1)
+        assert url.startswith("http://127.0.0.1:")
+        home = urllib.request.urlopen(url + "index.html", timeout=10).read().decode()
+        assert "Use Amazon SQS for the payment events queue" in home
+        write = subprocess.run(
+            [sys.executable, "-m", "llm_wiki", *write_args("Served while it was running")[:]],
+            env=env,
+            capture_output=True,
+            text=True,
+        )
+        assert write.returncode == 0, write.stderr
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline:
+            home = urllib.request.urlopen(url + "index.html", timeout=10).read().decode()
+            if "Served while it was running" in home:
+                break
+            time.sleep(0.3)
+        assert "Served while it was running" in home
+    finally:
+        proc.terminate()
+        proc.wait(timeout=10)
+    assert json.loads((out / ".site-manifest.json").read_text())["pages"]

@@ -1,0 +1,279 @@
+"""The site in a real browser: what a person sees, in headless Chromium (Debian's, driven by
+Playwright: it cannot download its own browsers here, so it is pointed at /usr/bin/chromium).
+
+Sites are opened from file:// (the harder case: no server, fetch() blocked). Three wikis: the
+example wiki, the two imported shared corpora (Nygard ADR folders), and one whose entry text is
+HTML and <script>.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+from pathlib import Path
+from urllib.parse import unquote, urlparse
+
+import pytest
+
+from conftest import CORPORA, REPO, Cli, write_args
+
+CHROMIUM = "/usr/bin/chromium"
+ARGS = [
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+]
+OLD = "2026-04-02-ledger-postgres"
+NEW = "2026-06-15-move-the-ledger-to-a-single-postings-table-partitioned-by-c75c"
+HOSTILE = '<b>bold</b> claim <script>window.pwned = "summary"</script> qzhostile'
+
+if not os.path.exists(CHROMIUM) and not os.environ.get("CI"):
+    pytest.skip(
+        "needs Debian's chromium (apt-get install chromium; .ci/run installs it)",
+        allow_module_level=True,
+    )
+sync_api = pytest.importorskip("playwright.sync_api", reason="pip install -e '.[test]'")
+
+
+@pytest.fixture(scope="module")
+def browser():
+    with sync_api.sync_playwright() as p:
+        b = p.chromium.launch(executable_path=CHROMIUM, headless=True, args=ARGS)
+        yield b
+        b.close()
+
+
+def _site(wiki: Path, out: Path) -> Path:
+    got = Cli(wiki).json("site", "--out", str(out))
+    assert got["pages"] > 0
+    return out
+
+
+@pytest.fixture(scope="module")
+def sites(tmp_path_factory):
+    base = tmp_path_factory.mktemp("sites")
+    example = base / "example"
+    shutil.copytree(REPO / "llm-wiki", example, ignore=shutil.ignore_patterns(".llm-wiki", "graph"))
+    corpora = base / "corpora"
+    cli = Cli(corpora)
+    cli("init", str(corpora))
+    for folder in ("ministryofjustice__cloud-platform", "nationalarchives__tdr-dev-documentation"):
+        cli("import-adr", str(CORPORA / folder))
+    hostile = base / "hostile"
+    cli = Cli(hostile)
+    cli("init", str(hostile))
+    cli(
+        *write_args(
+            HOSTILE,
+            body='<script>window.pwned = "body"</script>\n\n<img src="x" onerror="window.pwned=2">',
+            alias=["<i>aka</i> qzalias"],
+        )
+    )
+    return {
+        "example": _site(example, base / "example-site"),
+        "corpora": _site(corpora, base / "corpora-site"),
+        "hostile": _site(hostile, base / "hostile-site"),
+        "wikis": {"example": example, "corpora": corpora},
+    }
+
+
+def url(site: Path, page: str) -> str:
+    return (site / page).as_uri()
+
+
+@pytest.fixture
+def page(browser):
+    context = browser.new_context()
+    pg = context.new_page()
+    yield pg
+    context.close()
+
+
+LINKS = """() => {
+  const out = [];
+  const add = (v) => { if (v) out.push(new URL(v, location.href).href); };
+  document.querySelectorAll("a[href]").forEach(a => add(a.getAttribute("href")));
+  document.querySelectorAll("script[src], img[src]").forEach(s => add(s.getAttribute("src")));
+  document.querySelectorAll("link[href]").forEach(l => add(l.getAttribute("href")));
+  document.querySelectorAll("form[action]").forEach(f => add(f.getAttribute("action")));
+  return out;
+}"""
+
+
+@pytest.mark.parametrize("name", ["example", "corpora"])
+def test_a_crawl_from_the_home_page_finds_every_page_and_no_missing_one(sites, page, name):
+    site = sites[name]
+    todo, seen, missing = [url(site, "index.html")], set(), []
+    while todo:
+        current = todo.pop()
+        if current in seen:
+            continue
+        seen.add(current)
+        page.goto(current)
+        for link in page.evaluate(LINKS):
+            parsed = urlparse(link)
+            if parsed.scheme != "file":
+                continue  # a link out (an ADR's web page) is followed only by a person
+            target = Path(unquote(parsed.path))
+            if not target.is_file():
+                missing.append(f"{current} -> {link}")
+            elif target.suffix == ".html":
+                todo.append(target.as_uri())
+    assert missing == []
+    every = {p.as_uri() for p in site.rglob("*.html")}
+    assert every - seen == set()  # no page is unreachable
+
+
+def search(page, site: Path, words: str) -> list[str]:
+    """Type into the header's search box on the home page, as a person would."""
+    page.goto(url(site, "index.html"))
+    page.fill("form.find input[name=q]", words)
+    page.press("form.find input[name=q]", "Enter")
+    page.wait_for_selector("#search-status:not(:empty)")
+    return [
+        Path(unquote(urlparse(h).path)).stem
+        for h in page.eval_on_selector_all("#results a", "els => els.map(a => a.href)")
+    ]
+
+
+def test_search_finds_an_entry_by_an_alias_and_by_a_word_of_its_body(sites, page):
+    site = sites["example"]
+    assert search(page, site, "postings table")[0] == NEW  # its alias
+    assert OLD in search(page, site, "serializable")  # a word of its body only
+    assert "search.html?q=" in page.url
+
+
+def test_search_works_on_the_imported_corpora(sites, page):
+    corpora = sites["wikis"]["corpora"]
+    rows = Cli(corpora).json("list", "--limit", "500")["entries"]
+    target = next(r for r in rows if "elasticsearch" in r["summary"].lower())
+    assert target["id"] in search(page, sites["corpora"], "elasticsearch")
+    body = Cli(corpora).json("show", target["id"])["body"]
+    assert "Kibana" in body and target["id"] in search(page, sites["corpora"], "kibana")
+
+
+def test_a_superseded_decision_page_says_what_replaced_it(sites, page):
+    page.goto(url(sites["example"], f"entries/{OLD}.html"))
+    banner = page.inner_text(".banner.superseded")
+    assert "Superseded." in banner
+    assert "Replaced by Move the ledger to a single postings table partitioned by month" in banner
+    page.click(".banner.superseded a")
+    assert page.url.endswith(f"entries/{NEW}.html")
+    assert "It replaced:" in page.inner_text("main")
+    corpora = sites["wikis"]["corpora"]
+    old = Cli(corpora).json("list", "--status", "superseded", "--limit", "500")["entries"]
+    assert old
+    for row in old:
+        page.goto(url(sites["corpora"], f"entries/{row['id']}.html"))
+        text = page.inner_text(".banner.superseded")
+        for newer in row["superseded_by"]:
+            summary = Cli(corpora).json("show", newer)["summary"]
+            assert summary.split(":")[0] in text
+
+
+@pytest.mark.parametrize("name", ["example", "corpora"])
+def test_each_domains_timeline_has_one_mark_per_decision(sites, page, name):
+    cli = Cli(sites["wikis"][name])
+    domains = {r["domain"] for r in cli.json("list", "--limit", "1000")["entries"]}
+    for domain in sorted(domains):
+        decisions = cli.json("list", "--type", "decision", "--domain", domain, "--limit", "1000")
+        page.goto(url(sites[name], f"domains/{domain}.html"))
+        marks = page.eval_on_selector_all(
+            "svg.timeline a.mark", "els => els.map(e => e.getAttribute('data-id'))"
+        )
+        assert sorted(marks) == sorted(e["id"] for e in decisions["entries"]), domain
+        statuses = page.eval_on_selector_all(
+            "svg.timeline a.mark", "els => els.map(e => e.getAttribute('data-status'))"
+        )
+        assert sorted(statuses) == sorted(e["status"] for e in decisions["entries"])
+
+
+def test_pages_render_with_javascript_off(sites, browser):
+    context = browser.new_context(java_script_enabled=False)
+    page = context.new_page()
+    site = sites["example"]
+    page.goto(url(site, "index.html"))
+    assert "Use Amazon SQS for the payment events queue" in page.inner_text("#new ~ ul")
+    page.goto(url(site, f"entries/{OLD}.html"))
+    assert "Postgres gives us that with serializable" in page.inner_text(".body")
+    assert page.is_visible("svg.relations")
+    page.goto(url(site, "domains/ledger.html"))
+    assert page.eval_on_selector_all("svg.timeline a.mark", "els => els.length") == 2
+    page.goto(url(site, "inspector/log-2026-06.html"))
+    assert NEW in page.inner_text("table.log")
+    page.goto(url(site, "search.html"))
+    assert "needs JavaScript" in page.inner_text("main")
+    context.close()
+
+
+def test_no_request_leaves_the_site(sites, browser):
+    context = browser.new_context()
+    requests: list[str] = []
+
+    def route(r):
+        requests.append(r.request.url)
+        if r.request.url.startswith("file://"):
+            r.continue_()
+        else:
+            r.abort()
+
+    context.route("**/*", route)
+    page = context.new_page()
+    for name in ("example", "corpora"):
+        site = sites[name]
+        pages = ["index.html", "inspector/index.html", "search.html?q=decision"]
+        pages += sorted(p.relative_to(site).as_posix() for p in site.glob("domains/*.html"))
+        pages += sorted(p.relative_to(site).as_posix() for p in site.glob("entries/*.html"))[:40]
+        for rel in pages:
+            page.goto(
+                url(site, rel.split("?")[0]) + ("?" + rel.split("?")[1] if "?" in rel else "")
+            )
+    context.close()
+    assert requests and all(r.startswith("file://") for r in requests), [
+        r for r in requests if not r.startswith("file://")
+    ]
+
+
+def test_entry_text_that_holds_html_or_script_is_shown_as_text(sites, page):
+    dialogs: list[str] = []
+    page.on("dialog", lambda d: (dialogs.append(d.message), d.dismiss()))
+    site = sites["hostile"]
+    entry = next(p for p in (site / "entries").glob("*.html"))
+    page.goto(entry.as_uri())
+    assert page.evaluate("window.pwned") is None
+    assert page.inner_text("h1").strip().endswith(HOSTILE)
+    assert '<script>window.pwned = "body"</script>' in page.inner_text(".body")
+    assert page.eval_on_selector_all(".body img, .body script, h1 b", "els => els.length") == 0
+    assert "<i>aka</i> qzalias" in page.inner_text("dl.card")
+    found = search(page, site, "qzhostile")
+    assert found == [entry.stem]
+    assert HOSTILE in page.inner_text("#results")
+    assert page.eval_on_selector_all("#results b, #results script", "els => els.length") == 0
+    assert page.evaluate("window.pwned") is None and dialogs == []
+
+
+def test_pages_fit_a_phone(sites, browser):
+    context = browser.new_context(viewport={"width": 360, "height": 740}, is_mobile=True)
+    page = context.new_page()
+    site = sites["example"]
+    for rel in ("index.html", "domains/platform.html", f"entries/{NEW}.html"):
+        page.goto(url(site, rel))
+        width = page.evaluate("document.documentElement.scrollWidth")
+        assert width <= 360, (rel, width)
+        for box in page.eval_on_selector_all(
+            "svg.picture", "els => els.map(e => e.getBoundingClientRect().width)"
+        ):
+            assert 300 <= box <= 360, (rel, box)
+    context.close()
+
+
+def test_the_manifest_is_not_needed_to_browse(sites):
+    """The manifest only serves rebuilds: its pages are exactly the folder's files."""
+    site = sites["example"]
+    manifest = json.loads((site / ".site-manifest.json").read_text())
+    files = {p.relative_to(site).as_posix() for p in site.rglob("*") if p.is_file()}
+    assert set(manifest["pages"]) == files - {".site-manifest.json"}
