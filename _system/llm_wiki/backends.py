@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, ClassVar
 
-from llm_wiki import clock
+import llm_wiki.clock as clock
 from llm_wiki.entries import load_yaml
 from llm_wiki.errors import BackendFailed, BackendUnavailable, InvalidInput, WikiError
 from llm_wiki.wiki import Wiki

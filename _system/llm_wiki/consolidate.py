@@ -33,7 +33,9 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from llm_wiki import backends, clock, store
+import llm_wiki.backends as backends
+import llm_wiki.clock as clock
+import llm_wiki.store as store
 from llm_wiki.access import Viewer
 from llm_wiki.catalog import Row, read_catalog
 from llm_wiki.chunking import FORMAT, ChunkCache, make_chunks

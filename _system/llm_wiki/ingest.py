@@ -47,7 +47,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from llm_wiki import backends, clock, store
+import llm_wiki.backends as backends
+import llm_wiki.clock as clock
+import llm_wiki.store as store
 from llm_wiki.access import Viewer, require_write, walls_on
 from llm_wiki.catalog import Catalog, Row, read_catalog
 from llm_wiki.citations import CitationProblem, Evidence, check_facts, check_quote, fold

@@ -27,7 +27,9 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from llm_wiki import backends, clock, store
+import llm_wiki.backends as backends
+import llm_wiki.clock as clock
+import llm_wiki.store as store
 from llm_wiki.access import Viewer
 from llm_wiki.catalog import Row, read_catalog
 from llm_wiki.citations import find_quote

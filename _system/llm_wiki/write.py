@@ -15,7 +15,8 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from llm_wiki import clock, store
+import llm_wiki.clock as clock
+import llm_wiki.store as store
 from llm_wiki.access import Viewer, require_write
 from llm_wiki.catalog import Catalog, add_written, open_catalog, read_catalog
 from llm_wiki.entries import (
