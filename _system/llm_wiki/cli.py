@@ -132,18 +132,17 @@ class _BackendOption(click.Option):
     """``--backend``, its help naming the backends the registry offers, looked up only when
     help is shown (the registry's module is not loaded for --help)."""
 
-    def get_help_record(self, ctx: click.Context) -> tuple[str, str] | None:
-        from llm_wiki.backends import backend_names  # deferred: start-up
-
-        names = " | ".join(backend_names(llm_only=self.llm_only))
-        self.help = self.template.format(names=names)
-        return super().get_help_record(ctx)
-
     def __init__(self, *args: Any, template: str, llm_only: bool, **kwargs: Any) -> None:
         kwargs["help"] = template
         super().__init__(*args, **kwargs)
         self.template = template
         self.llm_only = llm_only
+
+    def get_help_record(self, ctx: click.Context) -> tuple[str, str] | None:
+        from llm_wiki.backends import backend_names  # deferred: start-up
+
+        self.help = self.template.format(names=" | ".join(backend_names(llm_only=self.llm_only)))
+        return super().get_help_record(ctx)
 
 
 def _backend_options(what: str = "The backend", *, llm_only: bool = False) -> Callable[[F], F]:
