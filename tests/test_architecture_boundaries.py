@@ -17,7 +17,7 @@ from conftest import SRC
 PACKAGE = SRC / "llm_wiki"
 
 LAYERS = {
-    "llm_wiki": 0,  # the package itself: __version__ only, it imports nothing
+    "llm_wiki.version": 1,
     "llm_wiki.errors": 1,
     "llm_wiki.clock": 2,
     "llm_wiki.entries": 2,
@@ -68,7 +68,8 @@ LAYERS = {
     "llm_wiki.site.obsidian": 10,
     "llm_wiki.site.build": 10,
     "llm_wiki.site.serve": 10,
-    # 11: the front door (a Session shared by the adapters) is to come
+    "llm_wiki.session": 11,  # the front door the adapters share
+    "llm_wiki": 11,  # the package: the front door's names (loaded when first used), __version__
     "llm_wiki.mcp_server": 12,
     "llm_wiki.cli": 13,
     "llm_wiki.__main__": 13,

@@ -337,7 +337,7 @@ class KeyedBackend(Backend):
 
 
 def test_an_unusable_backend_fails_loudly_and_never_falls_back(cli, wiki_path, ledger):
-    register("needs-key-test", KeyedBackend)
+    register("needs-key-test", KeyedBackend, listed=False)  # a test double, like mock
     configure(wiki_path, backend="needs-key-test")
     result = cli("consolidate", code=1)
     assert "No API key for the needs-key-test backend: set LLM_WIKI_TEST_KEY" in result.stderr
@@ -351,7 +351,7 @@ def test_an_unusable_backend_fails_loudly_and_never_falls_back(cli, wiki_path, l
 def test_backend_and_model_flags_choose_for_one_run(cli, wiki_path, ledger):
     """Like query, brief, lint and ingest: --backend wins over settings.yaml, and the error's
     advice (`--backend offline`) is a flag consolidate takes."""
-    register("needs-key-test", KeyedBackend)
+    register("needs-key-test", KeyedBackend, listed=False)  # a test double, like mock
     configure(wiki_path)  # mock in settings.yaml
     result = cli("consolidate", "--backend", "needs-key-test", code=1)
     assert "No API key for the needs-key-test backend" in result.stderr

@@ -18,6 +18,8 @@ METRICS = {
     "none_correct",
     "false_none",
     "mean_prompt_tokens",
+    "backend",
+    "backend_source",
     "questions",
 }
 
@@ -27,6 +29,7 @@ def test_eval_scores_the_dev_set(cli):
     out = cli.json("eval", str(EVAL / "tdr-dev.jsonl"))
     assert set(out) == METRICS
     assert out["n"] == 30 and len(out["questions"]) == 30
+    assert (out["backend"], out["backend_source"]) == ("offline", "settings")
     # Measured offline (tests/bench/test_retrieval.py prints the same run against BM25).
     assert out["recall@3"] >= 0.96 and out["shortlist_recall"] == 1.0
     assert out["current@3"] == 1.0 and out["current_first"] == 1.0

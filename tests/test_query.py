@@ -10,7 +10,17 @@ import pytest
 
 from conftest import write_args
 
-JSON_KEYS = {"answer", "cited", "opened", "mode", "backend", "model", "tokens_in", "tokens_out"}
+JSON_KEYS = {
+    "answer",
+    "cited",
+    "opened",
+    "mode",
+    "backend",
+    "backend_source",
+    "model",
+    "tokens_in",
+    "tokens_out",
+}
 
 
 def tokens(text: str) -> int:
@@ -71,6 +81,7 @@ def test_json_has_exactly_the_documented_keys(cli, monkeypatch):
     out = cli.json("query", "How often do we rotate API keys?")
     assert set(out) == JSON_KEYS
     assert out["mode"] == "extractive" and out["backend"] == "offline"
+    assert out["backend_source"] == "settings"
     assert (out["tokens_in"], out["tokens_out"]) == (0, 0)
     assert [c["id"] for c in out["cited"]] == [ids["keys"]]
     assert out["cited"][0]["opened"] is True

@@ -125,3 +125,41 @@ def test_readme_json_keys_are_what_the_commands_print(cli, wiki_path, monkeypatc
             assert named <= got and got - named <= fields, (command, got ^ named)
         else:
             assert got == named, (command, got ^ named)
+
+
+def test_readme_from_python_runs_as_written(tmp_path):
+    """The "From Python" block, verbatim, on a copy of the example wiki named as it says."""
+    import shutil
+    import subprocess
+    import sys
+
+    from conftest import subprocess_env
+
+    section = readme_section("From Python")
+    assert "cp -R llm-wiki my-wiki" in section
+    block = re.search(r"```python\n(.*?)\n```", section, re.S).group(1)
+    shutil.copytree(
+        REPO / "llm-wiki", tmp_path / "my-wiki", ignore=shutil.ignore_patterns(".llm-wiki")
+    )
+    proc = subprocess.run(
+        [sys.executable, "-c", block],
+        cwd=tmp_path,
+        env=subprocess_env(LLM_WIKI_NOW="2026-07-01"),
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert proc.returncode == 0, proc.stderr
+    current = "2026-06-15-move-the-ledger-to-a-single-postings-table-partitioned-by-c75c"
+    assert proc.stdout.startswith("Extractive answer (offline backend")
+    assert f"[{current}]" in proc.stdout and "\noffline settings\n" in proc.stdout
+    listed = proc.stdout.split("\noffline settings\n", 1)[1].splitlines()
+    new = "2026-07-01-keep-seven-years-of-postings-in-the-ledger-older-ones-in-7a17"
+    assert listed[0] == (  # the new decision, newest first
+        f"2026-07-01 {new} Keep seven years of postings in the ledger, older ones in cold storage"
+    )
+    assert (
+        listed[1]
+        == f"2026-06-15 {current} Move the ledger to a single postings table partitioned by month"
+    )
+    assert len(listed) == 2  # the superseded 2026-04-02 decision is not active

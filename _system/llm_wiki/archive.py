@@ -29,7 +29,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from llm_wiki import clock, store
+import llm_wiki.clock as clock
+import llm_wiki.store as store
 from llm_wiki.access import Viewer
 from llm_wiki.archive_file import READ_ERRORS, Writer, iter_members, iter_path
 from llm_wiki.catalog import Catalog, open_catalog, record_archived

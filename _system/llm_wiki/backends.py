@@ -1,7 +1,8 @@
 """LLM backends: one small class each, one method (prompt in, text and token counts out).
 
 The backend is chosen by ``--backend`` > ``LLM_WIKI_BACKEND`` > settings.yaml ``backend`` >
-``offline``. Every call goes through :func:`call`, which appends one line to
+``offline`` (:func:`resolve`, which also says where the name came from); only the front door
+(:mod:`llm_wiki.session`) and the adapters handle names, the flows take a :class:`Backend`. Every call goes through :func:`call`, which appends one line to
 ``.llm-wiki/llm-calls.jsonl`` (time, purpose, scope, backend, model, tokens, ms, ok), so cost is
 always visible. Heavy SDKs are imported inside the backend that needs them, never at start-up.
 
@@ -21,7 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, ClassVar
 
-from llm_wiki import clock
+import llm_wiki.clock as clock
 from llm_wiki.entries import load_yaml
 from llm_wiki.errors import BackendFailed, BackendUnavailable, InvalidInput, WikiError
 from llm_wiki.wiki import Wiki
@@ -75,14 +76,24 @@ class Backend:
 
 # name -> class, or "module:Class" for backends whose import is deferred until used
 _REGISTRY: dict[str, type[Backend] | str] = {}
+_UNLISTED: set[str] = set()  # registered and usable, but not offered to users (the test double)
+
+SOURCES = ("flag", "env", "settings", "default")  # where the backend's name came from
 
 
-def register(name: str, target: type[Backend] | str) -> None:
+def register(name: str, target: type[Backend] | str, *, listed: bool = True) -> None:
     _REGISTRY[name] = target
+    if listed:
+        _UNLISTED.discard(name)
+    else:
+        _UNLISTED.add(name)
 
 
-def backend_names() -> list[str]:
-    return sorted(_REGISTRY)
+def backend_names(*, llm_only: bool = False) -> list[str]:
+    """The backends a user may choose (``--backend`` help, error messages); ``llm_only``: those
+    that generate text. The test double ``mock`` works but is not listed."""
+    names = sorted(n for n in _REGISTRY if n not in _UNLISTED)
+    return [n for n in names if backend_class(n).is_llm] if llm_only else names
 
 
 def backend_class(name: str) -> type[Backend]:
@@ -96,23 +107,34 @@ def backend_class(name: str) -> type[Backend]:
     return target
 
 
-def choose_backend_name(wiki: Wiki | None, name: str | None = None) -> str:
-    """``--backend`` > ``LLM_WIKI_BACKEND`` > settings.yaml > offline."""
-    chosen = name or os.environ.get(ENV_BACKEND)
-    if not chosen and wiki is not None:
-        chosen = wiki.settings.get("backend")
-    return str(chosen or DEFAULT_BACKEND)
+def resolve(
+    wiki: Wiki | None, name: str | None = None, model: str | None = None
+) -> tuple[Backend, str]:
+    """The backend for this invocation and where its name came from (one of :data:`SOURCES`):
+    ``--backend`` ("flag") > ``LLM_WIKI_BACKEND`` ("env") > settings.yaml ``backend``
+    ("settings") > ``offline`` ("default"). Its model: ``--model`` > ``LLM_WIKI_MODEL`` >
+    settings.yaml ``model`` (only with the settings' or the default backend) > the backend's
+    own default."""
+    env = os.environ.get(ENV_BACKEND)
+    configured = wiki.settings.get("backend") if wiki is not None else None
+    if name:
+        chosen, source = name, "flag"
+    elif env:
+        chosen, source = env, "env"
+    elif configured:
+        chosen, source = str(configured), "settings"
+    else:
+        chosen, source = DEFAULT_BACKEND, "default"
+    cls = backend_class(chosen)
+    picked = model or os.environ.get(ENV_MODEL)
+    if not picked and wiki is not None and source in ("settings", "default"):
+        picked = wiki.settings.get("model")  # the settings' model goes with the settings' backend
+    return cls(picked or None), source
 
 
 def get_backend(wiki: Wiki | None, name: str | None = None, model: str | None = None) -> Backend:
-    """The backend for this invocation, with its model: ``--model`` > ``LLM_WIKI_MODEL`` >
-    settings.yaml ``model`` > the backend's default."""
-    chosen = choose_backend_name(wiki, name)
-    cls = backend_class(chosen)
-    picked = model or os.environ.get(ENV_MODEL)
-    if not picked and wiki is not None and not name and not os.environ.get(ENV_BACKEND):
-        picked = wiki.settings.get("model")  # the settings' model goes with the settings' backend
-    return cls(picked or None)
+    """:func:`resolve` without the source."""
+    return resolve(wiki, name, model)[0]
 
 
 def call(
@@ -484,6 +506,6 @@ class ClaudeCliBackend(Backend):
 
 
 register("offline", OfflineBackend)
-register("mock", MockBackend)
+register("mock", MockBackend, listed=False)  # tests only: not offered in help or errors
 register("anthropic", AnthropicBackend)
 register("claude-cli", ClaudeCliBackend)

@@ -29,7 +29,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from llm_wiki import backends, clock, store
+import llm_wiki.backends as backends
+import llm_wiki.clock as clock
+import llm_wiki.store as store
 from llm_wiki.access import Viewer, scope_field, walls_on
 from llm_wiki.catalog import Catalog, Row, read_catalog
 from llm_wiki.citations import (
@@ -175,6 +177,8 @@ class Briefing:
     llm: dict[str, Any]
     narrative: Narrative
     error: str | None = None  # the backend failed while writing the narrative
+    backend: str = ""  # the backend asked for the narrative (offline: none is written)
+    backend_source: str = ""  # where its name came from (set by the Session)
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -196,6 +200,8 @@ class Briefing:
             "llm": self.llm,
             "narrative": self.narrative.to_dict(),
             "error": self.error,
+            "backend": self.backend,
+            "backend_source": self.backend_source or None,
         }
 
     def markdown(self) -> str:
@@ -219,12 +225,11 @@ def brief(
     viewer: Viewer,
     *,
     days: int | None = None,
-    backend: str | None = None,
-    model: str | None = None,
+    backend: backends.Backend | None = None,
 ) -> Briefing:
     """The briefing for ``viewer`` over the last ``days`` days (settings.yaml ``brief.days``).
 
-    The backend is ``backend`` > ``LLM_WIKI_BACKEND`` > settings.yaml; an unusable one raises
+    ``backend`` writes the narrative (the wiki's own when None); an unusable one raises
     BackendUnavailable before anything is computed (it never falls back to offline).
     """
     if days is None:
@@ -234,7 +239,7 @@ def brief(
                 f"settings.yaml brief.days is {days!r}; set it to a whole number of days, e.g. 7."
             )
     since, until = period(days)
-    llm = backends.get_backend(wiki, backend, model)
+    llm = backend or backends.get_backend(wiki)
     llm.check()
     written = _written_ids(wiki, since, until)
     with read_catalog(wiki) as catalog:
@@ -285,6 +290,7 @@ def brief(
         llm=usage,
         narrative=narrative,
         error=error,
+        backend=llm.name,
     )
 
 
@@ -466,23 +472,39 @@ class Saved:
         return {"path": self.path, "scope": self.scope, "briefing": self.briefing.to_dict()}
 
 
+@dataclass(frozen=True)
+class SavedBriefings:
+    """What ``brief --save`` wrote: one briefing, or with walls one per scope."""
+
+    saved: tuple[Saved, ...]
+    backend: str
+    backend_source: str = ""  # where the backend's name came from (set by the Session)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "backend": self.backend,
+            "backend_source": self.backend_source or None,
+            "saved": [s.to_dict() for s in self.saved],
+        }
+
+
 def save_briefings(
     wiki: Wiki,
     viewer: Viewer,
     *,
     days: int | None = None,
-    backend: str | None = None,
-    model: str | None = None,
-) -> list[Saved]:
+    backend: backends.Backend | None = None,
+) -> SavedBriefings:
     """Write today's briefing to ``briefings/YYYY-MM-DD.md``; with walls (access.yaml), one per
     scope the viewer may read, ``briefings/<scope>/YYYY-MM-DD.md``, each computed as a reader
     of that scope alone."""
+    llm = backend or backends.get_backend(wiki)
     today = clock.today().isoformat()
     saved: list[Saved] = []
     if not walls_on(wiki):
-        result = brief(wiki, viewer, days=days, backend=backend, model=model)
+        result = brief(wiki, viewer, days=days, backend=llm)
         saved.append(_save(wiki, Path(BRIEFINGS_DIR) / f"{today}.md", None, result))
-        return saved
+        return SavedBriefings(tuple(saved), llm.name)
     if viewer.read is None:
         with read_catalog(wiki) as catalog:
             scopes = catalog.scopes()
@@ -495,10 +517,10 @@ def save_briefings(
             write=frozenset({scope}) if viewer.can_write(scope) else frozenset(),
             walls=True,
         )
-        result = brief(wiki, one, days=days, backend=backend, model=model)
+        result = brief(wiki, one, days=days, backend=llm)
         result = dataclasses.replace(result, reader="")  # for everyone of the scope, not one
         saved.append(_save(wiki, Path(BRIEFINGS_DIR) / scope / f"{today}.md", scope, result))
-    return saved
+    return SavedBriefings(tuple(saved), llm.name)
 
 
 def _save(wiki: Wiki, rel: Path, scope: str | None, briefing: Briefing) -> Saved:

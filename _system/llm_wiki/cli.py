@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import inspect
 import json
-import os
 import sys
 import textwrap
 from collections.abc import Callable
@@ -17,8 +16,8 @@ from typing import Any, TypeVar
 
 import click
 
-from llm_wiki import __version__
 from llm_wiki.errors import InvalidInput, WikiError
+from llm_wiki.version import __version__
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -119,27 +118,49 @@ def _wiki_option(func: F) -> F:
     )(func)
 
 
-def _context(wiki_path: str | None, reader: str | None) -> tuple[Any, Any]:
-    """The wiki and viewer for this invocation (command flags win over group flags)."""
-    from llm_wiki.access import resolve_viewer  # deferred: start-up
-    from llm_wiki.wiki import resolve_wiki  # deferred: start-up
+def _session(wiki_path: str | None, reader: str | None) -> Any:
+    """The Session for this invocation (command flags win over group flags): the wiki, and the
+    reader it reads as; which viewer, which backend and the disk-command policy are its to
+    decide."""
+    from llm_wiki.session import open as open_session  # deferred: start-up
 
     obj = click.get_current_context().find_root().obj or {}
-    wiki = resolve_wiki(wiki_path or obj.get("wiki_path"))
-    viewer = resolve_viewer(wiki, reader or obj.get("reader"))
-    return wiki, viewer
+    return open_session(wiki_path or obj.get("wiki_path"), reader or obj.get("reader"))
 
 
-def _disk_context(wiki_path: str | None, reader: str | None, command: str) -> Any:
-    """The wiki of a command that acts on the disk, for every scope (index, archive, sync):
-    under walls it runs without a reader or as an admin (see access.disk_viewer)."""
-    from llm_wiki.access import disk_viewer  # deferred: start-up
-    from llm_wiki.wiki import resolve_wiki  # deferred: start-up
+class _BackendOption(click.Option):
+    """``--backend``, its help naming the backends the registry offers, looked up only when
+    help is shown (the registry's module is not loaded for --help)."""
 
-    obj = click.get_current_context().find_root().obj or {}
-    wiki = resolve_wiki(wiki_path or obj.get("wiki_path"))
-    disk_viewer(wiki, reader or obj.get("reader"), command)
-    return wiki
+    def __init__(self, *args: Any, template: str, llm_only: bool, **kwargs: Any) -> None:
+        kwargs["help"] = template
+        super().__init__(*args, **kwargs)
+        self.template = template
+        self.llm_only = llm_only
+
+    def get_help_record(self, ctx: click.Context) -> tuple[str, str] | None:
+        from llm_wiki.backends import backend_names  # deferred: start-up
+
+        self.help = self.template.format(names=" | ".join(backend_names(llm_only=self.llm_only)))
+        return super().get_help_record(ctx)
+
+
+def _backend_options(what: str = "The backend", *, llm_only: bool = False) -> Callable[[F], F]:
+    """``--backend NAME`` and ``--model``, the same on every command that asks an LLM."""
+
+    def decorate(func: F) -> F:
+        func = click.option(
+            "--model", help="The backend's model; else LLM_WIKI_MODEL, settings.yaml."
+        )(func)
+        return click.option(
+            "--backend",
+            metavar="NAME",
+            cls=_BackendOption,
+            template=f"{what}: {{names}}; else LLM_WIKI_BACKEND, settings.yaml.",
+            llm_only=llm_only,
+        )(func)
+
+    return decorate
 
 
 def _print_json(data: Any) -> None:
@@ -188,20 +209,10 @@ def wiki_init(path: str | None, as_json: bool, wiki_path: str | None) -> None:
         llm-wiki init ~/llm-wiki
         llm-wiki init --wiki ~/team-wiki --json
     """
-    from pathlib import Path  # deferred: pathlib is not loaded for --help
-
-    from llm_wiki.create import init_wiki  # deferred: start-up
-    from llm_wiki.wiki import ENV_DIR  # deferred: start-up
+    from llm_wiki.session import create_wiki  # deferred: start-up
 
     obj = click.get_current_context().find_root().obj or {}
-    target = (
-        path
-        or wiki_path
-        or obj.get("wiki_path")
-        or os.environ.get(ENV_DIR)
-        or str(Path.home() / "llm-wiki")
-    )
-    result = init_wiki(target)
+    result = create_wiki(path or wiki_path or obj.get("wiki_path"))
     if as_json:
         _print_json({"root": result.root, "created": result.created, "files": list(result.files)})
     elif result.created:
@@ -295,8 +306,7 @@ def entry_write(
             --body "Context and consequences..."
         llm-wiki write --from entry.md --json
     """
-    from llm_wiki.entries import draft, load_draft  # deferred: start-up
-    from llm_wiki.write import write_entry  # deferred: start-up
+    from llm_wiki.entries import load_draft  # deferred: start-up
 
     if body is not None and body_file is not None:
         raise InvalidInput("give --body or --body-file, not both.")
@@ -307,33 +317,28 @@ def entry_write(
             entry_id = str(base["id"])
     if body_file is not None:
         body = _read_input(body_file, "--body-file")
-    wiki, viewer = _context(wiki_path, reader)
-    entry = draft(
+    result = _session(wiki_path, reader).write(
         base,
         type=type_,
         domain=domain,
         summary=summary,
-        tag=tag,
-        actor=actor,
+        tags=tag,
+        actors=actor,
         supersedes=supersedes,
-        alt=alt,
-        alias=alias,
-        question=question,
-        source=source,
+        alternatives=alt,
+        aliases=alias,
+        questions=question,
+        sources=source,
         scope=scope,
         status=status,
         origin=origin,
         date=date,
         body=body,
-        what="entry",
+        id=entry_id,
+        dry_run=dry_run,
     )
-    result = write_entry(wiki, entry, viewer=viewer, explicit_id=entry_id, dry_run=dry_run)
     if as_json:
-        data = result.to_dict()
-        if dry_run:
-            data["dry_run"] = True
-            data["text"] = result.text
-        _print_json(data)
+        _print_json(result.to_dict())
     elif dry_run:
         click.echo(result.text, nl=False)
         click.echo(f"(dry run: would write {result.path})", err=True)
@@ -373,10 +378,7 @@ def entry_show(entry_id: str, as_json: bool, wiki_path: str | None, reader: str 
 
         llm-wiki show 2026-05-02-use-postgres-for-the-ledger-f685
     """
-    from llm_wiki.reads import show_entry  # deferred: start-up
-
-    wiki, viewer = _context(wiki_path, reader)
-    shown = show_entry(wiki, entry_id, viewer)
+    shown = _session(wiki_path, reader).show(entry_id)
     if as_json:
         _print_json(shown.to_dict())
         return
@@ -433,12 +435,7 @@ def entry_list(
         llm-wiki list --domain platform --status active
         llm-wiki list --actor alice --since 2026-01-01 --json
     """
-    from llm_wiki.reads import list_entries  # deferred: start-up
-
-    wiki, viewer = _context(wiki_path, reader)
-    page = list_entries(
-        wiki,
-        viewer,
+    page = _session(wiki_path, reader).list(
         type=type_,
         domain=domain,
         tag=tag,
@@ -487,10 +484,7 @@ def index_build(check: bool, as_json: bool, wiki_path: str | None, reader: str |
         llm-wiki index
         llm-wiki index --check
     """
-    from llm_wiki.catalog import check_index, rebuild_index  # deferred: start-up
-
-    wiki = _disk_context(wiki_path, reader, "index")
-    result = check_index(wiki) if check else rebuild_index(wiki)
+    result = _session(wiki_path, reader).index(check=check)
     if as_json:
         _print_json(result.to_dict())
     elif check:
@@ -544,10 +538,9 @@ def wiki_site(
         llm-wiki site --out ~/wiki-site --as alice
         llm-wiki site --serve 8765
     """
-    from llm_wiki.site import build_site  # deferred: jinja2 and markdown-it, for this command
-
-    wiki, viewer = _context(wiki_path, reader)
-    result = build_site(wiki, viewer, out)
+    session = _session(wiki_path, reader)
+    result = session.site(out)
+    viewer = session.viewer
 
     def report(result: Any) -> None:
         if as_json:
@@ -568,7 +561,7 @@ def wiki_site(
     from llm_wiki.site.serve import serve  # deferred: http.server, only with --serve
 
     serve(
-        wiki,
+        session.wiki,
         viewer.name or None,
         result.out,
         port,
@@ -589,10 +582,7 @@ def wiki_verify(as_json: bool, wiki_path: str | None, reader: str | None) -> Non
 
         llm-wiki verify
     """
-    from llm_wiki.verify import verify  # deferred: start-up
-
-    wiki, viewer = _context(wiki_path, reader)
-    result = verify(wiki, viewer)
+    result = _session(wiki_path, reader).verify()
     if as_json:
         _print_json(result.to_dict())
     else:
@@ -614,13 +604,14 @@ def wiki_stats(as_json: bool, wiki_path: str | None, reader: str | None) -> None
 
         llm-wiki stats --json
     """
-    from llm_wiki.reads import wiki_stats as compute  # deferred: start-up
-
-    wiki, viewer = _context(wiki_path, reader)
-    stats = compute(wiki, viewer)
+    stats = _session(wiki_path, reader).stats()
     if as_json:
         _print_json(stats.to_dict())
-        return
+    else:
+        _print_stats(stats)
+
+
+def _print_stats(stats: Any) -> None:
     click.echo(
         f"{_n(stats.entries, 'entry', 'entries')} ({stats.first or '-'} to {stats.latest or '-'})"
     )
@@ -685,12 +676,7 @@ def wiki_stats(as_json: bool, wiki_path: str | None, reader: str | None) -> None
 @click.option(
     "--dry-run", is_flag=True, help="Show what would be done and its cost; call and write nothing."
 )
-@click.option(
-    "--backend",
-    metavar="NAME",
-    help="anthropic | claude-cli | offline; else LLM_WIKI_BACKEND, settings.yaml.",
-)
-@click.option("--model", help="The backend's model; else LLM_WIKI_MODEL.")
+@_backend_options()
 @_json_option
 @_wiki_options
 def wiki_consolidate(
@@ -720,44 +706,43 @@ def wiki_consolidate(
         llm-wiki consolidate --domain ledger --dry-run
         llm-wiki consolidate --max-calls 10 --max-tokens 100000 --json
     """
-    from llm_wiki.backends import get_backend  # deferred: start-up
-    from llm_wiki.consolidate import consolidate  # deferred: start-up
-
-    wiki, viewer = _context(wiki_path, reader)
-    result = consolidate(
-        wiki,
-        viewer,
-        backend=get_backend(wiki, backend, model),
+    result = _session(wiki_path, reader).consolidate(
         domain=domain,
         all_domains=all_domains,
         max_calls=max_calls,
         max_tokens=max_tokens,
         dry_run=dry_run,
         verify_with_llm=True if verify_with_llm else None,
+        backend=backend,
+        model=model,
     )
     if as_json:
         _print_json(result.to_dict())
     else:
-        for d in result.domains:
-            cost = f"{_n(d.calls, 'call')}, {d.tokens:,} tokens"
-            what = (d.id or "") if d.status == "written" else d.reason
-            if d.status == "failed":
-                what += " (recorded in synthesis-failures.md)"
-            click.echo(f"{d.status:<9} {d.scope}/{d.domain}  {what}  ({cost})")
-        counts = ", ".join(
-            f"{result.count(s)} {s}"
-            for s in ("written", "skipped", "failed", "waiting", "planned")
-            if result.count(s)
-        )
-        verb = "Would consolidate" if dry_run else "Consolidated"
-        click.echo(
-            f"{verb} with {result.backend}/{result.model} ({result.method}): "
-            f"{counts or 'nothing to do'}; {result.up_to_date} up to date; "
-            f"{_n(result.calls, 'LLM call')}, {result.tokens:,} tokens"
-            + (" (estimated)." if dry_run else ".")
-        )
+        _print_consolidate(result, dry_run)
     if result.error:
         raise WikiError(f"{result.error}; the domains left wait for the next run.")
+
+
+def _print_consolidate(result: Any, dry_run: bool) -> None:
+    for d in result.domains:
+        cost = f"{_n(d.calls, 'call')}, {d.tokens:,} tokens"
+        what = (d.id or "") if d.status == "written" else d.reason
+        if d.status == "failed":
+            what += " (recorded in synthesis-failures.md)"
+        click.echo(f"{d.status:<9} {d.scope}/{d.domain}  {what}  ({cost})")
+    counts = ", ".join(
+        f"{result.count(s)} {s}"
+        for s in ("written", "skipped", "failed", "waiting", "planned")
+        if result.count(s)
+    )
+    verb = "Would consolidate" if dry_run else "Consolidated"
+    click.echo(
+        f"{verb} with {result.backend}/{result.model} ({result.method}): "
+        f"{counts or 'nothing to do'}; {result.up_to_date} up to date; "
+        f"{_n(result.calls, 'LLM call')}, {result.tokens:,} tokens"
+        + (" (estimated)." if dry_run else ".")
+    )
 
 
 def _n(count: int, word: str, plural: str = "") -> str:
@@ -797,14 +782,14 @@ def wiki_archive(
         llm-wiki archive --dry-run
         llm-wiki archive --older-than 180d --json
     """
-    from llm_wiki.archive import archive_entries, parse_age  # deferred: start-up
-
-    wiki = _disk_context(wiki_path, reader, "archive")
-    days = parse_age(older_than) if older_than is not None else None
-    result = archive_entries(wiki, older_than_days=days, dry_run=dry_run)
+    result = _session(wiki_path, reader).archive(older_than=older_than, dry_run=dry_run)
     if as_json:
         _print_json(result.to_dict())
-        return
+    else:
+        _print_archive(result, dry_run)
+
+
+def _print_archive(result: Any, dry_run: bool) -> None:
     for entry_id, reason in result.skipped:
         click.echo(f"warning: left {entry_id} in entries/: {reason}", err=True)
     if result.finished:
@@ -852,10 +837,7 @@ def wiki_sync(
         llm-wiki sync
         llm-wiki sync --remote origin --json
     """
-    from llm_wiki.sync import sync_wiki  # deferred: start-up
-
-    wiki = _disk_context(wiki_path, reader, "sync")
-    result = sync_wiki(wiki, remote=remote, push=not no_push)
+    result = _session(wiki_path, reader).sync(remote=remote, push=not no_push)
     if as_json:
         _print_json(result.to_dict())
         return
@@ -883,12 +865,7 @@ def wiki_sync(
     type=click.IntRange(min=0),
     help="LLM calls at most (default settings.yaml lint.max_calls).",
 )
-@click.option(
-    "--backend",
-    metavar="NAME",
-    help="The backend for --with-llm: anthropic | claude-cli; else LLM_WIKI_BACKEND, settings.yaml.",
-)
-@click.option("--model", help="The backend's model; else LLM_WIKI_MODEL.")
+@_backend_options("The backend for --with-llm", llm_only=True)
 @_json_option
 @_wiki_options
 def wiki_lint(
@@ -910,11 +887,8 @@ def wiki_lint(
         llm-wiki lint --json
         llm-wiki lint --with-llm --max-calls 5
     """
-    from llm_wiki.lint import lint  # deferred: start-up
-
-    wiki, viewer = _context(wiki_path, reader)
-    result = lint(
-        wiki, viewer, with_llm=with_llm, max_calls=max_calls, backend=backend, model=model
+    result = _session(wiki_path, reader).lint(
+        with_llm=with_llm, max_calls=max_calls, backend=backend, model=model
     )
     if as_json:
         _print_json(result.to_dict())
@@ -946,13 +920,7 @@ def wiki_lint(
     default=None,
     help="Token budget of each prompt (settings: query.budget_tokens, 8000).",
 )
-@click.option(
-    "--backend",
-    metavar="NAME",
-    default=None,
-    help="offline | anthropic | claude-cli | mock; else LLM_WIKI_BACKEND, settings.yaml.",
-)
-@click.option("--model", default=None, help="The backend's model; else LLM_WIKI_MODEL.")
+@_backend_options()
 @click.option(
     "--file-back",
     is_flag=True,
@@ -984,18 +952,8 @@ def wiki_query(
         llm-wiki query "Why SQS?" --backend anthropic --json
         llm-wiki query "How do we deploy?" --backend claude-cli --file-back
     """
-    from llm_wiki.retrieve import query  # deferred: start-up
-
-    wiki, viewer = _context(wiki_path, reader)
-    answer = query(
-        wiki,
-        viewer,
-        question,
-        k=k,
-        budget=budget,
-        backend=backend,
-        model=model,
-        file_back=file_back,
+    answer = _session(wiki_path, reader).query(
+        question, k=k, budget=budget, file_back=file_back, backend=backend, model=model
     )
     if answer.filed:
         click.echo(f"Filed back as {answer.filed}", err=True)
@@ -1003,7 +961,11 @@ def wiki_query(
         click.echo(answer.filed_note, err=True)
     if as_json:
         _print_json(answer.to_dict())
-        return
+    else:
+        _print_answer(answer)
+
+
+def _print_answer(answer: Any) -> None:
     click.echo(answer.answer)
     if answer.flagged:
         click.echo(
@@ -1054,13 +1016,8 @@ def adr_import(
         llm-wiki import-adr architecture-decision-records --json
         llm-wiki --as alice import-adr matters/acme/adr --scope matter-acme
     """
-    from llm_wiki.adr import import_adr  # deferred: start-up
-
-    wiki, viewer = _context(wiki_path, reader)
-    result = import_adr(
-        wiki,
+    result = _session(wiki_path, reader).import_adr(
         folder,
-        viewer=viewer,
         domain=domain,
         scope=scope,
         recursive=recursive,
@@ -1069,27 +1026,7 @@ def adr_import(
     if as_json:
         _print_json(result.to_dict())
     else:
-        for record in result.records:
-            if record.action == "unchanged":
-                continue
-            replaces = f" (supersedes {', '.join(record.supersedes)})" if record.supersedes else ""
-            target = record.id or "a new entry"
-            click.echo(f"{record.action}: {record.file} -> {target}{replaces}")
-        data = result.to_dict()
-        if dry_run:
-            click.echo(
-                f"Dry run: would import {_n(data['would_create'], 'new record')} and "
-                f"{_n(data['would_update'], 'changed record')} into domain {result.domain}; "
-                f"{data['unchanged']} unchanged. Nothing was written."
-            )
-        else:
-            click.echo(
-                f"Imported {_n(data['imported'], 'record')} into domain {result.domain}"
-                + (f" ({data['updated']} changed)" if data["updated"] else "")
-                + (f"; {data['unchanged']} already there." if data["unchanged"] else ".")
-            )
-        for item in data["skipped"]:
-            click.echo(f"skipped {item['file']}: {item['why']}")
+        _print_import(result, dry_run)
     for item in result.refused:
         click.echo(
             f"refused link in {item['file']} ({item['kind']}): {item['link']}: {item['why']}",
@@ -1099,15 +1036,46 @@ def adr_import(
         click.echo(f"warning: {warning}", err=True)
 
 
+def _print_import(result: Any, dry_run: bool) -> None:
+    for record in result.records:
+        if record.action == "unchanged":
+            continue
+        replaces = f" (supersedes {', '.join(record.supersedes)})" if record.supersedes else ""
+        target = record.id or "a new entry"
+        click.echo(f"{record.action}: {record.file} -> {target}{replaces}")
+    data = result.to_dict()
+    if dry_run:
+        click.echo(
+            f"Dry run: would import {_n(data['would_create'], 'new record')} and "
+            f"{_n(data['would_update'], 'changed record')} into domain {result.domain}; "
+            f"{data['unchanged']} unchanged. Nothing was written."
+        )
+    else:
+        click.echo(
+            f"Imported {_n(data['imported'], 'record')} into domain {result.domain}"
+            + (f" ({data['updated']} changed)" if data["updated"] else "")
+            + (f"; {data['unchanged']} already there." if data["unchanged"] else ".")
+        )
+    for item in data["skipped"]:
+        click.echo(f"skipped {item['file']}: {item['why']}")
+
+
 @cli.command(name="eval")
 @click.argument("questions", type=click.Path(exists=True, dir_okay=False))
 @click.option(
     "--k", type=int, default=None, help="Entries picked per question (settings: query.k, 3)."
 )
+@_backend_options()
 @_json_option
 @_wiki_options
 def wiki_eval(
-    questions: str, k: int | None, as_json: bool, wiki_path: str | None, reader: str | None
+    questions: str,
+    k: int | None,
+    backend: str | None,
+    model: str | None,
+    as_json: bool,
+    wiki_path: str | None,
+    reader: str | None,
 ) -> None:
     """Measure retrieval on a file of questions (no answers are generated).
 
@@ -1121,10 +1089,7 @@ def wiki_eval(
         llm-wiki eval tests/data/eval/tdr-dev.jsonl
         llm-wiki eval questions.jsonl --k 5 --json
     """
-    from llm_wiki.evaluation import evaluate  # deferred: start-up
-
-    wiki, viewer = _context(wiki_path, reader)
-    result = evaluate(wiki, viewer, questions, k=k)
+    result = _session(wiki_path, reader).eval(questions, k=k, backend=backend, model=model)
     if as_json:
         _print_json(result.to_dict())
         return
@@ -1161,12 +1126,7 @@ def wiki_eval(
     help="What the source is (default: guessed from its lines).",
 )
 @click.option("--scope", help="The entries' audience; default from settings.yaml (shared).")
-@click.option(
-    "--backend",
-    metavar="NAME",
-    help="anthropic | claude-cli; else LLM_WIKI_BACKEND, settings.yaml.",
-)
-@click.option("--model", help="The backend's model; else LLM_WIKI_MODEL.")
+@_backend_options(llm_only=True)
 @click.option(
     "--max-calls",
     type=click.IntRange(min=1),
@@ -1204,44 +1164,46 @@ def wiki_ingest(
         cat notes.md | llm-wiki ingest - --kind document --dry-run --json
         llm-wiki ingest --inbox ~/llm-wiki-inbox --quiet-minutes 10
     """
-    from llm_wiki.ingest import ingest, ingest_file, ingest_inbox  # deferred: start-up
-
     if (path is None) == (inbox is None):
         raise InvalidInput("give either PATH (or - for stdin) or --inbox DIR.")
     if quiet_minutes is not None and inbox is None:
         raise InvalidInput("--quiet-minutes goes with --inbox DIR.")
-    wiki, viewer = _context(wiki_path, reader)
+    session = _session(wiki_path, reader)
     options: dict[str, Any] = {
         "kind": kind,
         "scope": scope,
         "dry_run": dry_run,
+        "max_calls": max_calls,
         "backend": backend,
         "model": model,
-        "max_calls": max_calls,
     }
     if inbox is not None:
-        batch = ingest_inbox(wiki, viewer, inbox, quiet_minutes=quiet_minutes, **options)
+        batch = session.ingest_inbox(inbox, quiet_minutes=quiet_minutes, **options)
         if as_json:
             _print_json(batch.to_dict())
         else:
-            for item in batch.items:
-                if item.result is not None:
-                    click.echo(f"{item.name}: {_ingest_line(item.result)}")
-                else:
-                    click.echo(
-                        f"{item.name}: {item.status}" + (f" ({item.detail})" if item.detail else "")
-                    )
-            click.echo(f"{_n(len(batch.items), 'file')} in {batch.folder}.")
+            _print_inbox(batch)
         if batch.failed:
             sys.exit(1)
         return
-    if path == "-":
-        result = ingest(wiki, viewer, sys.stdin.buffer.read(), name="-", **options)
-    else:
-        result = ingest_file(wiki, viewer, str(path), **options)
+    source = sys.stdin.buffer.read() if path == "-" else str(path)
+    result = session.ingest(source, **options)
     if as_json:
         _print_json(result.to_dict())
-        return
+    else:
+        _print_ingest(result)
+
+
+def _print_inbox(batch: Any) -> None:
+    for item in batch.items:
+        if item.result is not None:
+            click.echo(f"{item.name}: {_ingest_line(item.result)}")
+        else:
+            click.echo(f"{item.name}: {item.status}" + (f" ({item.detail})" if item.detail else ""))
+    click.echo(f"{_n(len(batch.items), 'file')} in {batch.folder}.")
+
+
+def _print_ingest(result: Any) -> None:
     click.echo(_ingest_line(result))
     verb = "Would write" if result.status == "dry-run" else "Wrote"
     for w in result.written:
@@ -1293,12 +1255,7 @@ def _ingest_line(result: Any) -> str:
     help="Write it to briefings/YYYY-MM-DD.md in the wiki (the daily job); with walls, one "
     "per scope: briefings/<scope>/YYYY-MM-DD.md.",
 )
-@click.option(
-    "--backend",
-    metavar="NAME",
-    help="The backend for the narrative; else LLM_WIKI_BACKEND, settings.yaml.",
-)
-@click.option("--model", help="The backend's model; else LLM_WIKI_MODEL.")
+@_backend_options("The backend for the narrative")
 @_json_option
 @_wiki_options
 def wiki_brief(
@@ -1326,21 +1283,19 @@ def wiki_brief(
         llm-wiki brief --save
         llm-wiki brief --out ~/Desktop/briefing.md
     """
-    from llm_wiki.brief import brief, save_briefings  # deferred: start-up
-
-    wiki, viewer = _context(wiki_path, reader)
+    if save and out is not None:
+        raise InvalidInput("give --save or --out, not both.")
+    session = _session(wiki_path, reader)
     if save:
-        if out is not None:
-            raise InvalidInput("give --save or --out, not both.")
-        saved = save_briefings(wiki, viewer, days=days, backend=backend, model=model)
+        saved = session.save_briefings(days=days, backend=backend, model=model)
         if as_json:
-            _print_json({"saved": [s.to_dict() for s in saved]})
+            _print_json(saved.to_dict())
         else:
-            for item in saved:
+            for item in saved.saved:
                 click.echo(f"Wrote {item.path}")
-        errors = [s.briefing.error for s in saved if s.briefing.error]
+        errors = [s.briefing.error for s in saved.saved if s.briefing.error]
     else:
-        result = brief(wiki, viewer, days=days, backend=backend, model=model)
+        result = session.brief(days=days, backend=backend, model=model)
         text = (
             json.dumps(result.to_dict(), indent=2, ensure_ascii=False) + "\n"
             if as_json
@@ -1414,11 +1369,9 @@ def _schedule_layout(
     wiki_path: str | None, python: str | None, bin_dir: str | None, env_file: str | None
 ) -> Any:
     from llm_wiki.schedule import layout  # deferred: start-up
-    from llm_wiki.wiki import resolve_wiki  # deferred: start-up
 
-    obj = click.get_current_context().find_root().obj or {}
-    wiki = resolve_wiki(wiki_path or obj.get("wiki_path"))
-    return layout(wiki.root, python=python, bin_dir=bin_dir, env_file=env_file)
+    root = _session(wiki_path, None).root  # the reader plays no part: the jobs run for all
+    return layout(root, python=python, bin_dir=bin_dir, env_file=env_file)
 
 
 def _platform(platform: str | None) -> str:
@@ -1649,8 +1602,7 @@ def wiki_mcp(wiki_path: str | None, reader: str | None) -> None:
     """
     from llm_wiki.mcp_server import serve  # deferred: start-up
 
-    wiki, viewer = _context(wiki_path, reader)
-    serve(wiki, viewer)
+    serve(_session(wiki_path, reader))
 
 
 def main() -> None:

@@ -33,7 +33,9 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from llm_wiki import backends, clock, store
+import llm_wiki.backends as backends
+import llm_wiki.clock as clock
+import llm_wiki.store as store
 from llm_wiki.access import Viewer
 from llm_wiki.catalog import Row, read_catalog
 from llm_wiki.chunking import FORMAT, ChunkCache, make_chunks
@@ -225,6 +227,7 @@ class ConsolidateResult:
     domains: tuple[DomainResult, ...]
     up_to_date: int
     error: str | None = None  # the backend failed: the run stopped
+    backend_source: str = ""  # where the backend's name came from (set by the Session)
 
     def count(self, status: str) -> int:
         return sum(1 for d in self.domains if d.status == status)
@@ -232,6 +235,7 @@ class ConsolidateResult:
     def to_dict(self) -> dict[str, Any]:
         return {
             "backend": self.backend,
+            "backend_source": self.backend_source or None,
             "model": self.model,
             "method": self.method,
             "dry_run": self.dry_run,

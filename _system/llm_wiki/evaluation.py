@@ -40,7 +40,7 @@ from pathlib import Path
 from typing import Any
 
 from llm_wiki.access import Viewer
-from llm_wiki.backends import get_backend
+from llm_wiki.backends import Backend, get_backend
 from llm_wiki.catalog import read_catalog
 from llm_wiki.entries import decode_text
 from llm_wiki.errors import InvalidInput
@@ -174,6 +174,7 @@ class EvalResult:
     k: int
     backend: str
     results: tuple[QuestionResult, ...]
+    backend_source: str = ""  # where the backend's name came from (set by the Session)
 
     def metrics(self) -> dict[str, Any]:
         answerable = [r for r in self.results if r.kind != "none"]
@@ -228,6 +229,8 @@ class EvalResult:
 
     def to_dict(self) -> dict[str, Any]:
         data = self.metrics()
+        data["backend"] = self.backend
+        data["backend_source"] = self.backend_source or None
         data["questions"] = [r.to_dict() for r in self.results]
         return data
 
@@ -239,14 +242,14 @@ def evaluate(
     *,
     k: int | None = None,
     budget: int | None = None,
-    backend: str | None = None,
-    model: str | None = None,
+    backend: Backend | None = None,
 ) -> EvalResult:
-    """Run every question of ``path`` through retrieval and score it (see the module doc)."""
+    """Run every question of ``path`` through retrieval and score it (see the module doc);
+    ``backend``: the wiki's own when None."""
 
     k, budget = budget_and_k(wiki, k, budget)
     questions = load_questions(path)
-    chosen = get_backend(wiki, backend, model)
+    chosen = backend or get_backend(wiki)
     chosen.check()
     names = resolve_names(wiki, viewer, {n for q in questions for n in q.relevant})
     results = []

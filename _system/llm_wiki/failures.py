@@ -16,7 +16,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from llm_wiki import clock, store
+import llm_wiki.clock as clock
+import llm_wiki.store as store
 from llm_wiki.access import walls_on
 from llm_wiki.backends import one_line
 from llm_wiki.citations import CitationProblem

@@ -47,7 +47,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from llm_wiki import backends, clock, store
+import llm_wiki.backends as backends
+import llm_wiki.clock as clock
+import llm_wiki.store as store
 from llm_wiki.access import Viewer, require_write, walls_on
 from llm_wiki.catalog import Catalog, Row, read_catalog
 from llm_wiki.citations import CitationProblem, Evidence, check_facts, check_quote, fold
@@ -157,6 +159,8 @@ class IngestResult:
     quotes_checked: int = 0  # cited quotes found in their lines, over all proposals
     written: tuple[Written, ...] = ()
     rejected: tuple[Rejected, ...] = ()
+    backend: str = ""  # the backend that read the source
+    backend_source: str = ""  # where its name came from (set by the Session)
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -177,6 +181,8 @@ class IngestResult:
             "quotes_checked": self.quotes_checked,
             "written": [w.to_dict() for w in self.written],
             "rejected": [r.to_dict() for r in self.rejected],
+            "backend": self.backend,
+            "backend_source": self.backend_source or None,
         }
 
 
@@ -199,6 +205,8 @@ class InboxResult:
     folder: str
     quiet_minutes: float
     items: tuple[InboxItem, ...]
+    backend: str = ""
+    backend_source: str = ""  # where the backend's name came from (set by the Session)
 
     @property
     def failed(self) -> list[InboxItem]:
@@ -209,6 +217,8 @@ class InboxResult:
             "folder": self.folder,
             "quiet_minutes": self.quiet_minutes,
             "ok": not self.failed,
+            "backend": self.backend,
+            "backend_source": self.backend_source or None,
             "items": [i.to_dict() for i in self.items],
         }
 
@@ -216,19 +226,11 @@ class InboxResult:
 # --------------------------------------------------------------------------- the backend
 
 
-def llm_backend(
-    wiki: Wiki, backend: str | backends.Backend | None = None, model: str | None = None
-) -> backends.Backend:
-    """The backend that will read the source; BackendUnavailable, naming the ones that can,
-    when it is offline or cannot run here."""
-    chosen = (
-        backend
-        if isinstance(backend, backends.Backend)
-        else backends.get_backend(wiki, backend, model)
-    )
-    able = " or ".join(
-        n for n in backends.backend_names() if n != "mock" and backends.backend_class(n).is_llm
-    )
+def llm_backend(wiki: Wiki, backend: backends.Backend | None = None) -> backends.Backend:
+    """The backend that will read the source (the wiki's own when None); BackendUnavailable,
+    naming the ones that can, when it is offline or cannot run here."""
+    chosen = backend or backends.get_backend(wiki)
+    able = " or ".join(backends.backend_names(llm_only=True))
     if not chosen.is_llm:
         raise BackendUnavailable(
             f"ingest needs an LLM backend to read a source ({able}); {chosen.name} cannot. "
@@ -606,12 +608,11 @@ def ingest(
     kind: str | None = None,
     scope: str | None = None,
     dry_run: bool = False,
-    backend: str | backends.Backend | None = None,
-    model: str | None = None,
+    backend: backends.Backend | None = None,
     max_calls: int | None = None,
 ) -> IngestResult:
     """Compile one source (its bytes; ``name`` is where they came from) into entries."""
-    llm = llm_backend(wiki, backend, model)
+    llm = llm_backend(wiki, backend)
     scope = scope or wiki.settings.default_scope
     if not NAME_RE.match(scope):
         raise InvalidInput(f"scope {scope!r} must be lowercase letters, digits and hyphens.")
@@ -633,13 +634,33 @@ def ingest(
         return _ingest(wiki, viewer, llm, data, text, name, kind, scope, settings, limit, False)
 
 
-def ingest_file(wiki: Wiki, viewer: Viewer, path: str | Path, **options: Any) -> IngestResult:
+def ingest_file(
+    wiki: Wiki,
+    viewer: Viewer,
+    path: str | Path,
+    *,
+    kind: str | None = None,
+    scope: str | None = None,
+    dry_run: bool = False,
+    backend: backends.Backend | None = None,
+    max_calls: int | None = None,
+) -> IngestResult:
     """:func:`ingest` of one file."""
     try:
         data = Path(path).read_bytes()
     except OSError as exc:
         raise InvalidInput(f"cannot read {path}: {exc.strerror}; check the path.") from None
-    return ingest(wiki, viewer, data, name=str(path), **options)
+    return ingest(
+        wiki,
+        viewer,
+        data,
+        name=str(path),
+        kind=kind,
+        scope=scope,
+        dry_run=dry_run,
+        backend=backend,
+        max_calls=max_calls,
+    )
 
 
 def _raw_name(wiki: Wiki, sha: str, name: str) -> str:
@@ -674,7 +695,7 @@ def _ingest(
     raw = _raw_name(wiki, sha, name)
     base = IngestResult(
         source=name, status="dry-run" if dry_run else "ingested", raw=raw, sha256=sha,
-        bytes=len(data), kind=kind, scope=scope,
+        bytes=len(data), kind=kind, scope=scope, backend=llm.name,
     )  # fmt: skip
     earlier, same = earlier_version(data, sha, kind, ingested(wiki, scope))
     if same and earlier is not None:
@@ -861,9 +882,11 @@ def ingest_inbox(
     folder: str | Path,
     *,
     quiet_minutes: float | None = None,
-    backend: str | backends.Backend | None = None,
-    model: str | None = None,
-    **options: Any,
+    kind: str | None = None,
+    scope: str | None = None,
+    dry_run: bool = False,
+    backend: backends.Backend | None = None,
+    max_calls: int | None = None,
 ) -> InboxResult:
     """Ingest each file of ``folder`` unchanged for ``quiet_minutes`` (by the one clock).
 
@@ -872,7 +895,7 @@ def ingest_inbox(
     ``*.tmp``, ``*.part``, ``*.swp``) are left alone. A file that fails is reported and the
     others go on; an unusable backend stops the run before any file is read.
     """
-    llm = llm_backend(wiki, backend, model)
+    llm = llm_backend(wiki, backend)
     quiet = float(
         quiet_minutes
         if quiet_minutes is not None
@@ -898,14 +921,23 @@ def ingest_inbox(
             )
             continue
         try:
-            result = ingest_file(wiki, viewer, path, backend=llm, **options)
+            result = ingest_file(
+                wiki,
+                viewer,
+                path,
+                kind=kind,
+                scope=scope,
+                dry_run=dry_run,
+                backend=llm,
+                max_calls=max_calls,
+            )
         except BackendUnavailable:
             raise
         except WikiError as exc:
             items.append(InboxItem(path.name, "failed", exc.message))
             continue
         items.append(InboxItem(path.name, result.status, "", result))
-    return InboxResult(str(root), quiet, tuple(items))
+    return InboxResult(str(root), quiet, tuple(items), backend=llm.name)
 
 
 def _inbox_file(path: Path) -> bool:

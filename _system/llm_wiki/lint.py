@@ -27,7 +27,9 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from llm_wiki import backends, clock, store
+import llm_wiki.backends as backends
+import llm_wiki.clock as clock
+import llm_wiki.store as store
 from llm_wiki.access import Viewer
 from llm_wiki.catalog import Row, read_catalog
 from llm_wiki.citations import find_quote
@@ -68,6 +70,8 @@ class LintResult:
     checked: int
     findings: tuple[Finding, ...]
     calls: int = 0
+    backend: str | None = None  # with --with-llm: the backend asked
+    backend_source: str | None = None  # where its name came from (set by the Session)
 
     @property
     def counts(self) -> dict[str, int]:
@@ -86,6 +90,8 @@ class LintResult:
             "checked": self.checked,
             "counts": self.counts,
             "llm_calls": self.calls,
+            "backend": self.backend,
+            "backend_source": self.backend_source,
             "findings": [f.to_dict() for f in self.findings],
         }
 
@@ -96,13 +102,12 @@ def lint(
     *,
     with_llm: bool = False,
     max_calls: int | None = None,
-    backend: str | None = None,
-    model: str | None = None,
+    backend: backends.Backend | None = None,
 ) -> LintResult:
     """Run every check over the entries ``viewer`` may read; log a summary line to log.md."""
     llm = None
     if with_llm:
-        llm = backends.get_backend(wiki, backend, model)
+        llm = backend or backends.get_backend(wiki)
         if not llm.is_llm:
             raise WikiError(
                 f"--with-llm needs an LLM backend, not {llm.name}; pass --backend anthropic or "
@@ -134,7 +139,12 @@ def lint(
         findings += found
     order = {level: i for i, level in enumerate(LEVELS)}
     findings.sort(key=lambda f: (order[f.level], f.check, f.ids, f.message))
-    result = LintResult(checked=len(rows), findings=tuple(findings), calls=calls)
+    result = LintResult(
+        checked=len(rows),
+        findings=tuple(findings),
+        calls=calls,
+        backend=llm.name if llm is not None else None,
+    )
     _log_summary(wiki, rows, result.findings)
     return result
 

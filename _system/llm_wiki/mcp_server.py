@@ -20,15 +20,11 @@ import re
 from collections.abc import Callable
 from typing import Annotated, Any, TypeVar
 
-from llm_wiki import __version__
-from llm_wiki.access import Viewer, resolve_viewer
-from llm_wiki.brief import brief
-from llm_wiki.entries import draft
+from llm_wiki.access import Viewer
 from llm_wiki.errors import InvalidInput, WikiError
-from llm_wiki.reads import list_entries, show_entry
-from llm_wiki.retrieve import query
+from llm_wiki.session import Session
+from llm_wiki.version import __version__
 from llm_wiki.wiki import Wiki
-from llm_wiki.write import write_entry
 
 LIST_DEFAULT = 20
 LIST_MAX = 100
@@ -83,8 +79,8 @@ def build_server(wiki: Wiki, viewer: Viewer) -> Any:
 
     reader = viewer.name or None
 
-    def viewer_now() -> Viewer:
-        return resolve_viewer(wiki, reader)
+    def session() -> Session:
+        return Session(wiki, reader=reader)  # its viewer is resolved at this call
 
     try:
         from mcp.server.mcpserver import MCPServer  # deferred: the MCP SDK, only `llm-wiki mcp`
@@ -191,27 +187,23 @@ def build_server(wiki: Wiki, viewer: Viewer) -> Any:
         ] = False,
     ) -> dict[str, Any]:
 
-        entry = draft(
-            {"alternatives_considered": [a.model_dump() for a in alternatives]},
+        result = session().write(
             type=type,
             domain=domain,
             summary=summary,
-            tag=tags,
-            actor=actors,
+            alternatives=[a.model_dump() for a in alternatives],
+            tags=tags,
+            actors=actors,
             supersedes=supersedes,
-            alias=aliases,
-            question=questions,
-            source=sources,
+            aliases=aliases,
+            questions=questions,
+            sources=sources,
             scope=scope,
             status=status,
             body=body,
-            what="entry",
+            dry_run=dry_run,
         )
-        result = write_entry(wiki, entry, viewer=viewer_now(), dry_run=dry_run)
-        data: dict[str, Any] = result.to_dict()
-        if dry_run:
-            data.update(dry_run=True, text=result.text)
-        return data
+        return result.to_dict()
 
     @server.tool(
         name="wiki_query",
@@ -233,7 +225,7 @@ def build_server(wiki: Wiki, viewer: Viewer) -> Any:
         ] = None,
     ) -> dict[str, Any]:
 
-        return dict(query(wiki, viewer_now(), question, k=k).to_dict())
+        return session().query(question, k=k).to_dict()
 
     @server.tool(
         name="wiki_show",
@@ -253,7 +245,7 @@ def build_server(wiki: Wiki, viewer: Viewer) -> Any:
         ] = SHOW_MAX_CHARS,
     ) -> dict[str, Any]:
 
-        shown = show_entry(wiki, id.strip(), viewer_now())
+        shown = session().show(id.strip())
         data = shown.row.to_dict()
         body = shown.entry.body
         data["body"] = body[:max_chars]
@@ -296,7 +288,15 @@ def build_server(wiki: Wiki, viewer: Viewer) -> Any:
 
         filters = {"type": type, "domain": domain, "tag": tag, "status": status, "since": since}
         offset = _decode_cursor(cursor, filters) if cursor else 0
-        page = list_entries(wiki, viewer_now(), limit=limit, offset=offset, **filters)
+        page = session().list(
+            type=type,
+            domain=domain,
+            tag=tag,
+            status=status,
+            since=since,
+            limit=limit,
+            offset=offset,
+        )
         end = offset + len(page.rows)
         return {
             "total": page.total,
@@ -320,7 +320,7 @@ def build_server(wiki: Wiki, viewer: Viewer) -> Any:
         days: Annotated[int, Field(description="Days back, today included.", ge=1, le=366)] = 7,
     ) -> dict[str, Any]:
 
-        result = brief(wiki, viewer_now(), days=days)
+        result = session().brief(days=days)
         return {
             "date": result.date,
             "since": result.since,
@@ -375,6 +375,7 @@ def _decode_cursor(cursor: str, filters: dict[str, Any]) -> int:
     return offset
 
 
-def serve(wiki: Wiki, viewer: Viewer) -> None:
-    """Run the server on stdin/stdout until the client disconnects."""
-    build_server(wiki, viewer).run("stdio")
+def serve(session: Session) -> None:
+    """Run the server on stdin/stdout until the client disconnects, as the session's reader
+    (checked now, so a reader access.yaml refuses never starts a server)."""
+    build_server(session.wiki, session.viewer).run("stdio")

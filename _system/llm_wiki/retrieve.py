@@ -307,6 +307,7 @@ class Answer:
     tokens_out: int
     filed: str | None = None  # id of the synthesis entry written by --file-back
     filed_note: str = ""  # why an answer was not filed back
+    backend_source: str = ""  # where the backend's name came from (set by the Session)
 
     @property
     def flagged(self) -> list[str]:
@@ -319,6 +320,7 @@ class Answer:
             "opened": [s.to_dict() for s in self.opened],
             "mode": self.mode,
             "backend": self.backend,
+            "backend_source": self.backend_source or None,
             "model": self.model,
             "tokens_in": self.tokens_in,
             "tokens_out": self.tokens_out,
@@ -332,13 +334,13 @@ def query(
     *,
     k: int | None = None,
     budget: int | None = None,
-    backend: str | None = None,
-    model: str | None = None,
+    backend: Backend | None = None,
     file_back: bool = False,
 ) -> Answer:
-    """The whole flow for one question (see the module doc)."""
+    """The whole flow for one question (see the module doc); ``backend``: the wiki's own
+    (:func:`llm_wiki.backends.get_backend`) when None."""
     k, budget = budget_and_k(wiki, k, budget)
-    chosen = get_backend(wiki, backend, model)
+    chosen = backend or get_backend(wiki)
     if file_back and not chosen.is_llm:
         raise InvalidInput(
             "--file-back needs an LLM backend (an extractive answer adds nothing); use "

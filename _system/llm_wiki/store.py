@@ -17,7 +17,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import NamedTuple
 
-from llm_wiki import clock
+import llm_wiki.clock as clock
 from llm_wiki.entries import sha256_hex
 from llm_wiki.errors import WikiError
 from llm_wiki.files import CRASH_ENV, crashpoint

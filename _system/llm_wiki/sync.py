@@ -20,7 +20,7 @@ import subprocess
 from dataclasses import dataclass
 from typing import Any
 
-from llm_wiki import store
+import llm_wiki.store as store
 from llm_wiki.access import Viewer
 from llm_wiki.catalog import open_catalog
 from llm_wiki.errors import InvalidInput, WikiError

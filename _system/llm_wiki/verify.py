@@ -6,7 +6,7 @@ import os
 from dataclasses import dataclass
 from typing import Any
 
-from llm_wiki import store
+import llm_wiki.store as store
 from llm_wiki.access import Viewer
 from llm_wiki.entries import decode_text, parse_entry
 from llm_wiki.errors import InvalidInput, WikiError

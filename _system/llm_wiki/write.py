@@ -15,7 +15,8 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from llm_wiki import clock, store
+import llm_wiki.clock as clock
+import llm_wiki.store as store
 from llm_wiki.access import Viewer, require_write
 from llm_wiki.catalog import Catalog, add_written, open_catalog, read_catalog
 from llm_wiki.entries import (
@@ -39,9 +40,18 @@ class WriteResult:
     sha256: str
     created: bool  # False: identical content was already recorded under this id
     text: str = ""
+    dry_run: bool = False  # nothing was written; ``text`` is what would be
 
     def to_dict(self) -> dict[str, object]:
-        return {"id": self.id, "path": self.path, "sha256": self.sha256, "created": self.created}
+        data: dict[str, object] = {
+            "id": self.id,
+            "path": self.path,
+            "sha256": self.sha256,
+            "created": self.created,
+        }
+        if self.dry_run:
+            data.update(dry_run=True, text=self.text)
+        return data
 
 
 _SOURCE_RAW_RE = re.compile(r"^raw/[0-9a-f]{64}(?:\.[A-Za-z0-9]+)?(?:#L\d+(?:-L\d+)?)?\Z")
@@ -79,7 +89,8 @@ def write_entry(
         text = dump_entry(final)
         with read_catalog(wiki) as catalog:
             _check_references(catalog, entry)
-        return WriteResult(final.id, final.relpath, store.sha256_bytes(text.encode()), True, text)
+        sha = store.sha256_bytes(text.encode())
+        return WriteResult(final.id, final.relpath, sha, True, text, dry_run=True)
 
     _ensure_writable(wiki)
     with store.locked(wiki):

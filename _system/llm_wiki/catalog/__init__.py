@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from llm_wiki import store
+import llm_wiki.store as store
 from llm_wiki.access import Viewer
 from llm_wiki.catalog.db import CATALOG_VERSION, Catalog, Row, create_db, render_line
 from llm_wiki.catalog.index_md import expected_files, stale_index_files

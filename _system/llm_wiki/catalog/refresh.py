@@ -16,7 +16,7 @@ from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
-from llm_wiki import store
+import llm_wiki.store as store
 from llm_wiki.access import walls_on
 from llm_wiki.catalog.db import CATALOG_VERSION, COLUMNS, Catalog, render_line, row_from_db
 from llm_wiki.catalog.index_md import write_index_files
@@ -410,7 +410,7 @@ def _mark_archived(catalog: Catalog, archived: Sequence[tuple[str, str, str | No
     first archive by name. Raises _NeedsScan when only a scan can tell where an entry is."""
     if not archived:
         return set()
-    from llm_wiki import archive_file  # deferred: tarfile + zstandard, only for archives
+    import llm_wiki.archive_file as archive_file  # deferred: tarfile + zstandard, only for archives
 
     on_disk = store.archive_names(catalog.wiki)
     located: dict[str, dict[str, str | None]] = {}
@@ -572,7 +572,7 @@ def iter_archived(wiki: Wiki, names: Iterable[str]) -> Iterator[Parsed]:
     names = sorted(names)
     if not names:
         return
-    from llm_wiki import archive_file  # deferred: tarfile + zstandard, only for archives
+    import llm_wiki.archive_file as archive_file  # deferred: tarfile + zstandard, only for archives
 
     for name in names:
         try:

@@ -28,7 +28,6 @@ import jinja2
 
 import llm_wiki.site.html as html  # the submodules, not the package (which imports this one)
 import llm_wiki.site.pictures as pictures
-from llm_wiki import __version__
 from llm_wiki.access import Viewer, walls_on
 from llm_wiki.catalog import Row
 from llm_wiki.entries import NAME_RE, sha256_hex, slugify
@@ -36,6 +35,7 @@ from llm_wiki.errors import InvalidInput
 from llm_wiki.site.obsidian import write_graph_notes
 from llm_wiki.site.text import render_body, words
 from llm_wiki.site.view import View, load_view, raw_sources
+from llm_wiki.version import __version__
 from llm_wiki.wiki import TEMPLATES, Wiki
 
 SITE_TEMPLATES = TEMPLATES / "site"

@@ -16,7 +16,7 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-from llm_wiki import store
+import llm_wiki.store as store
 from llm_wiki.access import Viewer, split_scopes
 from llm_wiki.catalog import Row, read_catalog
 from llm_wiki.entries import ID_RE, decode_text, split_frontmatter
