@@ -25,6 +25,7 @@ LAYERS = {
     "llm_wiki.citations": 3,
     "llm_wiki.wiki": 4,
     "llm_wiki.skills": 4,
+    "llm_wiki.agents": 5,  # the Claude Code plugin: rendered files, skills copied in
     "llm_wiki.access": 5,
     "llm_wiki.store": 5,
     "llm_wiki.archive_file": 5,
@@ -44,6 +45,7 @@ LAYERS = {
     "llm_wiki.sync": 7,
     "llm_wiki.verify": 7,
     "llm_wiki.create": 7,
+    "llm_wiki.hooks": 7,  # the plugin's hooks: read the catalog, copy transcripts
     "llm_wiki.reads": 8,
     "llm_wiki.adr": 8,  # a package: markdown, dates, links, options, parse, run
     "llm_wiki.adr.markdown": 8,

@@ -1586,6 +1586,124 @@ def skills_install(dest: str | None, as_json: bool) -> None:
         click.echo(f"Installed {Path(result.dest) / name / 'SKILL.md'}")
 
 
+@cli.group(name="agents", cls=_Group)
+def agents_group() -> None:
+    """The Claude Code plugin: skills, the MCP server, and hooks that capture without asking.
+
+    At session start the agent is given the current decisions of the domains its working folder
+    maps to (agents.folders in settings.yaml) and their open incidents, in a few hundred tokens;
+    before compaction and at session end the transcript goes into the wiki's inbox for
+    `llm-wiki ingest --inbox`. The hooks call no LLM and never block the agent.
+
+    Example usage:
+
+    \b
+        llm-wiki agents install
+        llm-wiki agents context --cwd ~/src/billing-service
+        llm-wiki agents uninstall
+    """
+
+
+@agents_group.command(name="install")
+@click.option(
+    "--dest",
+    metavar="DIR",
+    help="Where the plugin goes (default ~/.claude/skills/llm-wiki, loaded at the next session).",
+)
+@_json_option
+@_wiki_options
+def agents_install(
+    dest: str | None, as_json: bool, wiki_path: str | None, reader: str | None
+) -> None:
+    """Write the llm-wiki plugin for Claude Code: skills, MCP server, session hooks.
+
+    The plugin runs this Python (absolute path) on this wiki, as the reader given by --as, else
+    the one in LLM_WIKI_READER when a hook runs; install again after moving either. Installing again
+    replaces the plugin. With --dest, load it for one session: claude --plugin-dir DIR.
+
+    Example usage:
+
+    \b
+        llm-wiki agents install
+        llm-wiki agents install --as alice
+        llm-wiki agents install --dest ./llm-wiki-plugin
+    """
+    from pathlib import Path  # deferred: pathlib is not loaded for --help
+
+    from llm_wiki.access import resolve_viewer  # deferred: start-up
+    from llm_wiki.agents import install_plugin  # deferred: start-up
+    from llm_wiki.wiki import resolve_wiki  # deferred: start-up
+
+    obj = click.get_current_context().find_root().obj or {}
+    wiki = resolve_wiki(wiki_path or obj.get("wiki_path"))
+    name = reader or obj.get("reader")
+    if name:  # checked now; without one the hooks read LLM_WIKI_READER when they run
+        resolve_viewer(wiki, name)
+    result = install_plugin(wiki.root, reader=name, dest=Path(dest) if dest else None)
+    if as_json:
+        _print_json(result.to_dict())
+        return
+    click.echo(f"Installed the llm-wiki plugin in {result.dest}")
+    who = f" as {result.reader}" if result.reader else ""
+    click.echo(f"Its hooks and MCP server use {result.wiki}{who}, run by {result.python}.")
+    click.echo("Claude Code loads it at the next session (`/plugin` lists it as llm-wiki).")
+    for note in result.notes:
+        click.echo(f"note: {note}", err=True)
+
+
+@agents_group.command(name="uninstall")
+@click.option(
+    "--dest", metavar="DIR", help="Where the plugin is (default ~/.claude/skills/llm-wiki)."
+)
+def agents_uninstall(dest: str | None) -> None:
+    """Remove the llm-wiki plugin.
+
+    Example usage:
+
+        llm-wiki agents uninstall
+    """
+    from pathlib import Path  # deferred: pathlib is not loaded for --help
+
+    from llm_wiki.agents import default_dest, uninstall_plugin  # deferred: start-up
+
+    removed = uninstall_plugin(Path(dest) if dest else None)
+    click.echo(f"Removed {removed}" if removed else f"No plugin in {dest or default_dest()}.")
+
+
+@agents_group.command(name="context")
+@click.option("--cwd", metavar="DIR", help="The agent's working folder (default: this one).")
+@click.option("--compact", is_flag=True, help="As after a compaction (one more line).")
+@_json_option
+@_wiki_options
+def agents_context(
+    cwd: str | None, compact: bool, as_json: bool, wiki_path: str | None, reader: str | None
+) -> None:
+    """Print what the session-start hook adds to an agent's context in a folder.
+
+    The domains come from agents.folders in settings.yaml (else the domain named like the
+    folder); --json also says which domains, how many decisions and incidents, and the tokens.
+
+    Example usage:
+
+        llm-wiki agents context --cwd ~/src/billing-service
+        llm-wiki agents context --json
+    """
+    import os.path  # deferred: cheap, kept beside its one use
+
+    from llm_wiki.catalog import read_catalog  # deferred: start-up
+    from llm_wiki.hooks import session_context  # deferred: start-up
+
+    wiki, viewer = _context(wiki_path, reader)
+    folder = os.path.abspath(os.path.expanduser(cwd or os.getcwd()))
+    with read_catalog(wiki) as catalog:
+        context = session_context(wiki, viewer, folder, compact=compact, catalog=catalog)
+    assert context is not None  # a catalog was given
+    if as_json:
+        _print_json(context.to_dict())
+    else:
+        click.echo(context.text, nl=False)
+
+
 @cli.command(name="mcp")
 @_wiki_options
 def wiki_mcp(wiki_path: str | None, reader: str | None) -> None:

@@ -894,6 +894,10 @@ def ingest_inbox(
     that grew is ingested for its new part. Hidden and temporary files (``.*``, ``*~``,
     ``*.tmp``, ``*.part``, ``*.swp``) are left alone. A file that fails is reported and the
     others go on; an unusable backend stops the run before any file is read.
+
+    A sub-folder named like a scope (``<inbox>/matter-acme/``) holds files for that scope: they
+    are ingested into it, whatever ``scope`` says, when the reader may write it, and reported as
+    failed otherwise (the agent hooks file a transcript there when its folder names a scope).
     """
     llm = llm_backend(wiki, backend)
     quiet = float(
@@ -908,17 +912,14 @@ def ingest_inbox(
         raise InvalidInput(f"--inbox {folder} is not a folder; create it or pass another.")
     now = clock.now().timestamp()
     items: list[InboxItem] = []
-    for path in sorted(root.iterdir()):
-        if not _inbox_file(path):
-            continue
+    for path, folder_scope in _inbox_files(root):
+        name = f"{folder_scope}/{path.name}" if folder_scope else path.name
         try:
             age = now - path.stat().st_mtime
         except OSError:
             continue  # removed since the listing
         if age < quiet * 60:
-            items.append(
-                InboxItem(path.name, "waiting", f"changed {max(0.0, age) / 60:.0f} min ago")
-            )
+            items.append(InboxItem(name, "waiting", f"changed {max(0.0, age) / 60:.0f} min ago"))
             continue
         try:
             result = ingest_file(
@@ -926,7 +927,7 @@ def ingest_inbox(
                 viewer,
                 path,
                 kind=kind,
-                scope=scope,
+                scope=folder_scope or scope,
                 dry_run=dry_run,
                 backend=llm,
                 max_calls=max_calls,
@@ -934,10 +935,24 @@ def ingest_inbox(
         except BackendUnavailable:
             raise
         except WikiError as exc:
-            items.append(InboxItem(path.name, "failed", exc.message))
+            items.append(InboxItem(name, "failed", exc.message))
             continue
-        items.append(InboxItem(path.name, result.status, "", result))
+        items.append(InboxItem(name, result.status, "", result))
     return InboxResult(str(root), quiet, tuple(items), backend=llm.name)
+
+
+def _inbox_files(root: Path) -> list[tuple[Path, str | None]]:
+    """The inbox's files, then those of each sub-folder named like a scope, with that scope."""
+    found: list[tuple[Path, str | None]] = []
+    folders = []
+    for path in sorted(root.iterdir()):
+        if _inbox_file(path):
+            found.append((path, None))
+        elif path.is_dir() and NAME_RE.match(path.name):
+            folders.append(path)
+    for folder in folders:
+        found += [(p, folder.name) for p in sorted(folder.iterdir()) if _inbox_file(p)]
+    return found
 
 
 def _inbox_file(path: Path) -> bool:

@@ -49,6 +49,7 @@ __all__ = [
     "add_written",
     "check_index",
     "open_catalog",
+    "peek_catalog",
     "read_catalog",
     "rebuild_index",
     "record_archived",
@@ -118,6 +119,32 @@ def open_catalog(wiki: Wiki, *, lock_held: bool = True) -> Catalog:
 def read_catalog(wiki: Wiki) -> Catalog:
     """The catalog for a read command: fresh, opened without holding the lock afterwards."""
     return open_catalog(wiki, lock_held=False)
+
+
+def peek_catalog(wiki: Wiki) -> Catalog | None:
+    """The catalog for a caller that must not wait (the agent hooks): brought up to date when
+    the lock is free right now, else taken as it stands (behind by what was written since; the
+    viewer's walls still apply, since they are read from access.yaml, not the catalog). None
+    when there is no catalog of this version yet: a first build can take seconds."""
+    path = _catalog_path(wiki)
+    try:
+        db = _connect_current(path)
+        if db is None:
+            return None
+        catalog = Catalog(wiki, db)
+        if is_fresh(catalog):
+            return catalog
+        with store.locked(wiki, blocking=False) as got:
+            if got:  # reconnect under the lock: another process may have rebuilt it meanwhile
+                catalog.close()
+                db = _connect_current(path)
+                if db is None:
+                    return None
+                catalog = Catalog(wiki, db)
+                refresh(catalog)
+        return catalog
+    except sqlite3.DatabaseError:
+        return None
 
 
 def _drop_catalog(wiki: Wiki) -> None:
