@@ -1320,23 +1320,35 @@ def schedule_group() -> None:
     """Run the jobs unattended: launchd agents (macOS) or systemd user timers (Linux).
 
     Jobs: consolidate nightly, brief daily, archive monthly (catching up when a 1st was missed),
-    lint weekly; each runs its _system/bin/ script and logs to <wiki>/.llm-wiki/logs/<job>.log.
-    The API key and PATH additions go in ONE env file (~/.config/llm-wiki/env, mode 0600), never
-    in a plist or unit. LLM_WIKI_LAUNCHCTL / LLM_WIKI_SYSTEMCTL replace the manager command.
+    lint weekly; with --jobs ingest,sync also the inbox ingest every 5 minutes and sync hourly.
+    Each runs its _system/bin/ script and logs to <wiki>/.llm-wiki/logs/<job>.log (rotated past
+    1 MiB). Job names carry the wiki (schedule.name in settings.yaml, else a hash of its path),
+    so each wiki keeps its own. The API key and PATH additions go in ONE env file
+    (~/.config/llm-wiki/env, mode 0600), never in a plist or unit. LLM_WIKI_LAUNCHCTL /
+    LLM_WIKI_SYSTEMCTL replace the manager command.
 
     Example usage:
 
     \b
         llm-wiki schedule install
+        llm-wiki schedule install --jobs ingest,sync
         llm-wiki schedule status
         llm-wiki schedule render --platform launchd --out ./agents
         llm-wiki schedule uninstall
     """
 
 
+_jobs_option = click.option(
+    "--jobs",
+    metavar="LIST",
+    help="Optional jobs too, comma-separated: ingest (inbox, every 5 min), sync (hourly), or all.",
+)
+
+
 def _schedule_options(func: F) -> F:
     for option in reversed(
         [
+            _jobs_option,
             click.option(
                 "--platform",
                 type=click.Choice(["launchd", "systemd"]),
@@ -1386,6 +1398,7 @@ def _platform(platform: str | None) -> str:
 @_json_option
 def schedule_render(
     out: str | None,
+    jobs: str | None,
     platform: str | None,
     python: str | None,
     bin_dir: str | None,
@@ -1402,10 +1415,10 @@ def schedule_render(
     """
     from pathlib import Path  # deferred: pathlib is not loaded for --help
 
-    from llm_wiki.schedule import render, write_rendered  # deferred: start-up
+    from llm_wiki.schedule import STANDARD, pick_jobs, render, write_rendered  # deferred: start-up
 
     where = _schedule_layout(wiki_path, python, bin_dir, env_file)
-    files = render(_platform(platform), where)
+    files = render(_platform(platform), where, STANDARD + pick_jobs(jobs))
     if out is not None:
         paths = write_rendered(files, Path(out).expanduser())
         if as_json:
@@ -1427,6 +1440,7 @@ def schedule_render(
 @_json_option
 def schedule_install(
     dest: str | None,
+    jobs: str | None,
     platform: str | None,
     python: str | None,
     bin_dir: str | None,
@@ -1436,24 +1450,34 @@ def schedule_install(
 ) -> None:
     """Install and load the jobs; create the env file (mode 0600) if it is missing.
 
-    launchd: ~/Library/LaunchAgents/com.llm-wiki.<job>.plist, then `launchctl bootstrap`.
-    systemd: ~/.config/systemd/user/llm-wiki-<job>.{service,timer}, then `systemctl --user
-    enable --now` the timers. Installing again replaces them.
+    launchd: ~/Library/LaunchAgents/com.llm-wiki.<wiki>.<job>.plist, then `launchctl
+    bootstrap`. systemd: ~/.config/systemd/user/llm-wiki-<wiki>-<job>.{service,timer}, then
+    `systemctl --user enable --now` the timers. Installing again replaces them and keeps the
+    optional jobs installed before; the unnamed jobs of an earlier version that ran this wiki
+    are removed.
 
     Example usage:
 
         llm-wiki schedule install
+        llm-wiki schedule install --jobs ingest,sync
         llm-wiki schedule install --platform systemd --dest ~/.config/systemd/user
     """
     from pathlib import Path  # deferred: pathlib is not loaded for --help
 
-    from llm_wiki.schedule import install  # deferred: start-up
+    from llm_wiki.schedule import install, pick_jobs  # deferred: start-up
 
     where = _schedule_layout(wiki_path, python, bin_dir, env_file)
-    result = install(_platform(platform), where, dest=Path(dest).expanduser() if dest else None)
+    result = install(
+        _platform(platform),
+        where,
+        dest=Path(dest).expanduser() if dest else None,
+        jobs=pick_jobs(jobs),
+    )
     if as_json:
         _print_json(result.to_dict())
         return
+    for path in result.replaced:
+        click.echo(f"Removed {path} (an earlier version's job for this wiki)")
     for path in result.files:
         click.echo(f"Installed {path}")
     for command in result.commands:
@@ -1470,26 +1494,43 @@ def schedule_install(
 @schedule_group.command(name="uninstall")
 @click.option("--dest", metavar="DIR", help="Where the files are (default: the manager's folder).")
 @click.option("--platform", type=click.Choice(["launchd", "systemd"]), help="Default: this OS's.")
+@click.option("--jobs", metavar="LIST", help="Only these jobs, comma-separated (default: all).")
 @_json_option
-def schedule_uninstall(dest: str | None, platform: str | None, as_json: bool) -> None:
-    """Unload and remove the jobs; the env file and the logs stay.
+@_wiki_option
+def schedule_uninstall(
+    dest: str | None,
+    platform: str | None,
+    jobs: str | None,
+    as_json: bool,
+    wiki_path: str | None,
+) -> None:
+    """Unload and remove this wiki's jobs; the env file, the logs and other wikis' jobs stay.
 
     Example usage:
 
         llm-wiki schedule uninstall
+        llm-wiki schedule uninstall --jobs sync
     """
     from pathlib import Path  # deferred: pathlib is not loaded for --help
 
-    from llm_wiki.schedule import uninstall  # deferred: start-up
+    from llm_wiki.schedule import pick_jobs, uninstall, wiki_name  # deferred: start-up
+    from llm_wiki.wiki import resolve_wiki  # deferred: start-up
 
-    result = uninstall(_platform(platform), dest=Path(dest).expanduser() if dest else None)
+    obj = click.get_current_context().find_root().obj or {}
+    wiki = resolve_wiki(wiki_path or obj.get("wiki_path"))
+    result = uninstall(
+        _platform(platform),
+        wiki_name(wiki.root),
+        dest=Path(dest).expanduser() if dest else None,
+        jobs=pick_jobs(jobs),
+    )
     if as_json:
         _print_json(result.to_dict())
         return
     for path in result.removed:
         click.echo(f"Removed {path}")
     if not result.removed:
-        click.echo(f"No llm-wiki jobs installed in {result.dest}.")
+        click.echo(f"No llm-wiki jobs of this wiki installed in {result.dest}.")
 
 
 @schedule_group.command(name="status")
@@ -1498,6 +1539,7 @@ def schedule_uninstall(dest: str | None, platform: str | None, as_json: bool) ->
 @_json_option
 def schedule_status(
     dest: str | None,
+    jobs: str | None,
     platform: str | None,
     python: str | None,
     bin_dir: str | None,
@@ -1507,8 +1549,9 @@ def schedule_status(
 ) -> None:
     """For each job: installed, current, loaded, and how its last run ended.
 
-    Exits 1 when a job is missing, out of date, not loaded, or its last run failed, or when the
-    env file is missing or readable by others.
+    The last run's exit code and, when it failed, its failure line. Exits 1 when a job is
+    missing, out of date, not loaded, or its last run failed, or when the env file is missing or
+    readable by others; on Linux it warns when lingering is off (timers stop at logout).
 
     Example usage:
 
@@ -1517,13 +1560,19 @@ def schedule_status(
     """
     from pathlib import Path  # deferred: pathlib is not loaded for --help
 
-    from llm_wiki.schedule import status  # deferred: start-up
+    from llm_wiki.schedule import pick_jobs, status  # deferred: start-up
 
     where = _schedule_layout(wiki_path, python, bin_dir, env_file)
-    result = status(_platform(platform), where, dest=Path(dest).expanduser() if dest else None)
+    result = status(
+        _platform(platform),
+        where,
+        dest=Path(dest).expanduser() if dest else None,
+        jobs=pick_jobs(jobs),
+    )
     if as_json:
         _print_json(result.to_dict())
     else:
+        click.echo(f"Jobs of {where.wiki} (named {result.name}) in {result.dest}:")
         for job in result.jobs:
             state = (
                 "not installed"
