@@ -238,6 +238,12 @@ def test_a_folder_not_mapped_shows_the_domain_named_like_it_or_says_none_is(bill
     assert "Current decisions" not in none
 
 
+def test_an_empty_wiki_says_it_holds_no_entries(cli, tmp_path):
+    text = cli("agents", "context", "--cwd", tmp_path).stdout
+    assert "It holds no entries yet." in text
+    assert "0 entries in 0 domains" not in text and "Open incidents" not in text
+
+
 # --------------------------------------------------------------------------- the inbox copy
 
 

@@ -3,7 +3,7 @@
 # Environment (all a script needs; it runs fine under `env -i`):
 #   LLM_WIKI_DIR       the wiki folder (required, here or in the env file)
 #   LLM_WIKI_PYTHON    absolute path of a Python that has llm-wiki's dependencies
-#                      (default: python3 on PATH); this checkout's package is put on PYTHONPATH
+#                      (default: python3 on PATH); in a checkout, its package is put on PYTHONPATH
 #   LLM_WIKI_ENV_FILE  a file of KEY=value lines (default: $HOME/.config/llm-wiki/env), the
 #                      place for ANTHROPIC_API_KEY and PATH additions; keep it mode 0600. It is
 #                      read as shell, after the environment the job started with, so a value it
@@ -56,8 +56,10 @@ fi
 
 [ -n "${LLM_WIKI_DIR:-}" ] || wiki_die "LLM_WIKI_DIR is not set; set it in ${LLM_WIKI_ENV_FILE:-the env file}." 2
 export LLM_WIKI_DIR
-PYTHONPATH="$LLM_WIKI_SRC${PYTHONPATH:+:$PYTHONPATH}"
-export PYTHONPATH
+if [ -d "$LLM_WIKI_SRC/llm_wiki" ]; then  # a checkout: its package first (an installed copy of
+    PYTHONPATH="$LLM_WIKI_SRC${PYTHONPATH:+:$PYTHONPATH}"  # these scripts is inside the package)
+    export PYTHONPATH
+fi
 
 # Run the llm-wiki command with this checkout's package.
 llm_wiki() {

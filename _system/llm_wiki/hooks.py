@@ -222,12 +222,14 @@ def _context(wiki: Wiki, viewer: Viewer, cwd: str, compact: bool, catalog: Catal
     where = f" for {cwd}" if cwd else ""
     who = f", read as {viewer.name}" if viewer.name else ""
     head = [f"llm-wiki, the decision archive at {wiki.root}{who}{where}:"]
-    if not domains:
+    if not known:
+        head.append("It holds no entries yet.")
+    elif not domains:
         total = sum(known.values())
         top = sorted(known, key=lambda d: (-known[d], d))[:8]
-        listed = f" ({', '.join(top)}{', …' if len(known) > len(top) else ''})" if top else ""
+        listed = f"{', '.join(top)}{', …' if len(known) > len(top) else ''}"
         head.append(
-            f"{total} entries in {len(known)} domains{listed}; none is mapped to this folder "
+            f"{total} entries in {len(known)} domains ({listed}); none is mapped to this folder "
             "(agents.folders in the wiki's settings.yaml)."
         )
     tail = [FOOTER] + ([AFTER_COMPACT] if compact else [])

@@ -235,8 +235,11 @@ def default_env_file() -> Path:
 
 
 def default_bin_dir() -> Path:
-    """``_system/bin`` next to the package (a checkout, or an editable install)."""
-    return Path(__file__).resolve().parent.parent / "bin"
+    """``_system/bin`` next to the package (a checkout, an editable install), else the copy
+    inside the installed package (``llm_wiki/bin``: pipx, uv tool, a wheel)."""
+    here = Path(__file__).resolve().parent
+    checkout = here.parent / "bin"
+    return checkout if (checkout / "_lib.sh").is_file() else here / "bin"
 
 
 def layout(
@@ -254,8 +257,8 @@ def layout(
     missing = [job.script for job in JOBS if not (bins / job.script).is_file()]
     if missing:
         raise InvalidInput(
-            f"no job scripts ({', '.join(missing)}) in {bins}; run from a checkout of llm-wiki "
-            "(pip install -e .) or pass --bin with its _system/bin folder."
+            f"no job scripts ({', '.join(missing)}) in {bins}; reinstall llm-wiki, or pass --bin "
+            "with the _system/bin folder of a checkout."
         )
     if not (py.is_file() and os.access(py, os.X_OK)):
         raise InvalidInput(f"{py} is not an executable Python; pass --python with one.")
