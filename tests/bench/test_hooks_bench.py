@@ -84,8 +84,12 @@ def test_each_hook_on_a_10k_entry_wiki(tmp_path):
     base = {"session_id": "bench", "transcript_path": str(transcript), "cwd": CWD}
     events = {
         "session-start": {**base, "hook_event_name": "SessionStart", "source": "startup"},
-        "pre-compact": {**base, "hook_event_name": "PreCompact", "trigger": "auto",
-                        "custom_instructions": ""},  # fmt: skip
+        "pre-compact": {
+            **base,
+            "hook_event_name": "PreCompact",
+            "trigger": "auto",
+            "custom_instructions": "",
+        },  # fmt: skip
         "session-end": {**base, "hook_event_name": "SessionEnd", "reason": "exit"},
     }
     print(f"\nhooks on a {ENTRIES:,}-entry wiki (median of {RUNS} runs, after one warm-up):")
@@ -98,7 +102,9 @@ def test_each_hook_on_a_10k_entry_wiki(tmp_path):
         cpus, walls = [], []
         for _ in range(RUNS):
             if event == "session-end":  # the session went on: 20 new messages to copy
-                more = [message(grown + k, "user" if k % 2 == 0 else "assistant") for k in range(20)]
+                more = [
+                    message(grown + k, "user" if k % 2 == 0 else "assistant") for k in range(20)
+                ]
                 grown += 20
                 with open(transcript, "a") as fh:
                     fh.writelines(f"{ln}\n" for ln in more)
