@@ -249,3 +249,32 @@ def test_readme_from_python_runs_as_written(tmp_path):
         == f"2026-06-15 {current} Move the ledger to a single postings table partitioned by month"
     )
     assert len(listed) == 2  # the superseded 2026-04-02 decision is not active
+
+
+def test_the_documented_shell_completion_works():
+    """Each completion line in "Install" produces its shell's script, and bash's completes."""
+    import sys
+
+    from conftest import subprocess_env
+
+    llm_wiki = str(Path(sys.executable).parent / "llm-wiki")  # this environment's entry point
+    text = readme_section("Install")
+    lines = re.findall(r"_LLM_WIKI_COMPLETE=(\w+)_source llm-wiki", text)
+    assert lines == ["bash", "zsh", "fish"]
+    env = subprocess_env()
+    for shell in lines:
+        proc = subprocess.run(
+            [llm_wiki],
+            env={**env, "_LLM_WIKI_COMPLETE": f"{shell}_source"},
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+        assert (
+            proc.returncode == 0
+            and "llm-wiki" in proc.stdout
+            and "_LLM_WIKI_COMPLETE" in proc.stdout
+        )
+    ask = {"_LLM_WIKI_COMPLETE": "bash_complete", "COMP_WORDS": "llm-wiki sch", "COMP_CWORD": "1"}
+    proc = subprocess.run([llm_wiki], env={**env, **ask}, capture_output=True, text=True)
+    assert proc.stdout.splitlines() == ["plain,schedule"], proc.stderr
