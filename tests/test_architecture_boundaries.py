@@ -19,6 +19,7 @@ PACKAGE = SRC / "llm_wiki"
 LAYERS = {
     "llm_wiki.version": 1,
     "llm_wiki.errors": 1,
+    "llm_wiki.progress": 1,  # what a long run has done; the reporter of the current context
     "llm_wiki.clock": 2,
     "llm_wiki.entries": 2,
     "llm_wiki.files": 3,

@@ -73,16 +73,106 @@ class _OneLineErrors:
             raise _one_line(exc) from None
 
 
-class _Command(_OneLineErrors, _ExampleHelp, click.Command):
+_QUIET, _VERBOSE = "llm_wiki.quiet", "llm_wiki.verbose"
+
+
+def _remember(key: str) -> Callable[[click.Context, click.Parameter, bool], None]:
+    def callback(ctx: click.Context, param: click.Parameter, value: bool) -> None:
+        if value:
+            ctx.find_root().meta[key] = True
+
+    return callback
+
+
+class _Verbosity:
+    """``-q/--quiet`` and ``-v/--verbose`` on every command and group (before the command name
+    too); what they change is read through :func:`_quiet`, :func:`_verbose` and
+    :func:`_progress`."""
+
+    params: list[click.Parameter]
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.params.append(
+            click.Option(
+                ["-q", "--quiet"],
+                is_flag=True,
+                expose_value=False,
+                callback=_remember(_QUIET),
+                help="No progress, notes or warnings on stderr: results and errors only.",
+            )
+        )
+        self.params.append(
+            click.Option(
+                ["-v", "--verbose"],
+                is_flag=True,
+                expose_value=False,
+                callback=_remember(_VERBOSE),
+                help="On stderr: a line per step of a long run (terminal or not), and at the "
+                "end what the command took.",
+            )
+        )
+
+
+def _flag(key: str) -> bool:
+    ctx = click.get_current_context(silent=True)
+    return bool(ctx is not None and ctx.find_root().meta.get(key))
+
+
+def _quiet() -> bool:
+    return _flag(_QUIET) and not _flag(_VERBOSE)
+
+
+def _note(text: str) -> None:
+    """A note or warning on stderr, unless -q."""
+    if not _quiet():
+        click.echo(text, err=True)
+
+
+def _progress(as_json: bool = False) -> Any:
+    """What a long run shows on stderr: with -v a line per step; on a terminal (not --json,
+    not -q) one line rewritten in place; else nothing (None)."""
+    from llm_wiki.progress import TerminalProgress  # deferred: start-up
+
+    if _flag(_VERBOSE):
+        return TerminalProgress(sys.stderr, verbose=True)
+    if _quiet() or as_json or not _isatty(sys.stderr):
+        return None
+    return TerminalProgress(sys.stderr)
+
+
+def _isatty(stream: Any) -> bool:
+    try:
+        return bool(stream.isatty())
+    except (AttributeError, ValueError):
+        return False
+
+
+class _Command(_Verbosity, _OneLineErrors, _ExampleHelp, click.Command):
     pass
 
 
-class _Group(_OneLineErrors, _ExampleHelp, click.Group):
-    """Turns every WikiError into one line on stderr and its exit code."""
+class _Group(_Verbosity, _OneLineErrors, _ExampleHelp, click.Group):
+    """Turns every WikiError into one line on stderr and its exit code; with -v, says at the
+    end how long the command took."""
 
     command_class = _Command
 
     def invoke(self, ctx: click.Context) -> Any:
+        if ctx.parent is not None:
+            return self._invoke(ctx)
+        import time  # deferred: cheap, kept beside its one use
+
+        start, cpu = time.monotonic(), time.process_time()
+        try:
+            return self._invoke(ctx)
+        finally:
+            if ctx.meta.get(_VERBOSE) and ctx.invoked_subcommand:
+                took, used = time.monotonic() - start, time.process_time() - cpu
+                name = ctx.invoked_subcommand
+                click.echo(f"llm-wiki {name}: {took:.2f} s ({used:.2f} s of CPU)", err=True)
+
+    def _invoke(self, ctx: click.Context) -> Any:
         try:
             return super().invoke(ctx)
         except WikiError as exc:
@@ -341,7 +431,7 @@ def entry_write(
         _print_json(result.to_dict())
     elif dry_run:
         click.echo(result.text, nl=False)
-        click.echo(f"(dry run: would write {result.path})", err=True)
+        _note(f"(dry run: would write {result.path})")
     elif result.created:
         click.echo(f"Recorded {result.id}")
         click.echo(f"  {result.path}")
@@ -484,7 +574,7 @@ def index_build(check: bool, as_json: bool, wiki_path: str | None, reader: str |
         llm-wiki index
         llm-wiki index --check
     """
-    result = _session(wiki_path, reader).index(check=check)
+    result = _session(wiki_path, reader).index(check=check, progress=_progress(as_json))
     if as_json:
         _print_json(result.to_dict())
     elif check:
@@ -498,7 +588,7 @@ def index_build(check: bool, as_json: bool, wiki_path: str | None, reader: str |
             f"dropped {result.removed}); wrote {_n(len(result.written), 'index file')}."
         )
     for path, message in result.problems:
-        click.echo(f"warning: {path}: unreadable entry skipped: {message}", err=True)
+        _note(f"warning: {path}: unreadable entry skipped: {message}")
     if check and result.stale:
         sys.exit(1)
 
@@ -539,7 +629,7 @@ def wiki_site(
         llm-wiki site --serve 8765
     """
     session = _session(wiki_path, reader)
-    result = session.site(out)
+    result = session.site(out, progress=_progress(as_json))
     viewer = session.viewer
 
     def report(result: Any) -> None:
@@ -715,6 +805,7 @@ def wiki_consolidate(
         verify_with_llm=True if verify_with_llm else None,
         backend=backend,
         model=model,
+        progress=_progress(as_json),
     )
     if as_json:
         _print_json(result.to_dict())
@@ -782,7 +873,9 @@ def wiki_archive(
         llm-wiki archive --dry-run
         llm-wiki archive --older-than 180d --json
     """
-    result = _session(wiki_path, reader).archive(older_than=older_than, dry_run=dry_run)
+    result = _session(wiki_path, reader).archive(
+        older_than=older_than, dry_run=dry_run, progress=_progress(as_json)
+    )
     if as_json:
         _print_json(result.to_dict())
     else:
@@ -791,7 +884,7 @@ def wiki_archive(
 
 def _print_archive(result: Any, dry_run: bool) -> None:
     for entry_id, reason in result.skipped:
-        click.echo(f"warning: left {entry_id} in entries/: {reason}", err=True)
+        _note(f"warning: left {entry_id} in entries/: {reason}")
     if result.finished:
         click.echo(
             f"Finished an interrupted run: removed {_n(len(result.finished), 'archived original')}."
@@ -888,7 +981,11 @@ def wiki_lint(
         llm-wiki lint --with-llm --max-calls 5
     """
     result = _session(wiki_path, reader).lint(
-        with_llm=with_llm, max_calls=max_calls, backend=backend, model=model
+        with_llm=with_llm,
+        max_calls=max_calls,
+        backend=backend,
+        model=model,
+        progress=_progress(as_json),
     )
     if as_json:
         _print_json(result.to_dict())
@@ -956,9 +1053,9 @@ def wiki_query(
         question, k=k, budget=budget, file_back=file_back, backend=backend, model=model
     )
     if answer.filed:
-        click.echo(f"Filed back as {answer.filed}", err=True)
+        _note(f"Filed back as {answer.filed}")
     elif answer.filed_note:
-        click.echo(answer.filed_note, err=True)
+        _note(answer.filed_note)
     if as_json:
         _print_json(answer.to_dict())
     else:
@@ -1022,18 +1119,16 @@ def adr_import(
         scope=scope,
         recursive=recursive,
         dry_run=dry_run,
+        progress=_progress(as_json),
     )
     if as_json:
         _print_json(result.to_dict())
     else:
         _print_import(result, dry_run)
     for item in result.refused:
-        click.echo(
-            f"refused link in {item['file']} ({item['kind']}): {item['link']}: {item['why']}",
-            err=True,
-        )
+        _note(f"refused link in {item['file']} ({item['kind']}): {item['link']}: {item['why']}")
     for warning in result.warnings:
-        click.echo(f"warning: {warning}", err=True)
+        _note(f"warning: {warning}")
 
 
 def _print_import(result: Any, dry_run: bool) -> None:
@@ -1176,6 +1271,7 @@ def wiki_ingest(
         "max_calls": max_calls,
         "backend": backend,
         "model": model,
+        "progress": _progress(as_json),
     }
     if inbox is not None:
         batch = session.ingest_inbox(inbox, quiet_minutes=quiet_minutes, **options)
@@ -1309,7 +1405,7 @@ def wiki_brief(
             from llm_wiki.files import atomic_write  # deferred: start-up
 
             atomic_write(Path(out).expanduser(), text)
-            click.echo(f"Wrote {out}", err=True)
+            _note(f"Wrote {out}")
         errors = [result.error] if result.error else []
     if errors:
         raise WikiError(f"{errors[0]}; the briefing says so and has no narrative.")
@@ -1487,7 +1583,7 @@ def schedule_install(
             f"Created {result.env_file} (mode 0600): put ANTHROPIC_API_KEY or PATH additions there."
         )
     for note in result.notes:
-        click.echo(f"warning: {note}", err=True)
+        _note(f"warning: {note}")
     click.echo(f"Logs go to {where.log_dir}/<job>.log; check them with `llm-wiki schedule status`.")
 
 
@@ -1677,18 +1773,7 @@ def agents_install(
         llm-wiki agents install --as alice
         llm-wiki agents install --dest ./llm-wiki-plugin
     """
-    from pathlib import Path  # deferred: pathlib is not loaded for --help
-
-    from llm_wiki.access import resolve_viewer  # deferred: start-up
-    from llm_wiki.agents import install_plugin  # deferred: start-up
-    from llm_wiki.wiki import resolve_wiki  # deferred: start-up
-
-    obj = click.get_current_context().find_root().obj or {}
-    wiki = resolve_wiki(wiki_path or obj.get("wiki_path"))
-    name = reader or obj.get("reader")
-    if name:  # checked now; without one the hooks read LLM_WIKI_READER when they run
-        resolve_viewer(wiki, name)
-    result = install_plugin(wiki.root, reader=name, dest=Path(dest) if dest else None)
+    result = _session(wiki_path, reader).install_agents(dest)
     if as_json:
         _print_json(result.to_dict())
         return
@@ -1697,7 +1782,7 @@ def agents_install(
     click.echo(f"Its hooks and MCP server use {result.wiki}{who}, run by {result.python}.")
     click.echo("Claude Code loads it at the next session (`/plugin` lists it as llm-wiki).")
     for note in result.notes:
-        click.echo(f"note: {note}", err=True)
+        _note(f"note: {note}")
 
 
 @agents_group.command(name="uninstall")
@@ -1737,16 +1822,7 @@ def agents_context(
         llm-wiki agents context --cwd ~/src/billing-service
         llm-wiki agents context --json
     """
-    import os.path  # deferred: cheap, kept beside its one use
-
-    from llm_wiki.catalog import read_catalog  # deferred: start-up
-    from llm_wiki.hooks import session_context  # deferred: start-up
-
-    wiki, viewer = _context(wiki_path, reader)
-    folder = os.path.abspath(os.path.expanduser(cwd or os.getcwd()))
-    with read_catalog(wiki) as catalog:
-        context = session_context(wiki, viewer, folder, compact=compact, catalog=catalog)
-    assert context is not None  # a catalog was given
+    context = _session(wiki_path, reader).agent_context(cwd, compact=compact)
     if as_json:
         _print_json(context.to_dict())
     else:

@@ -49,6 +49,7 @@ from typing import Any
 
 import llm_wiki.backends as backends
 import llm_wiki.clock as clock
+import llm_wiki.progress as progress
 import llm_wiki.store as store
 from llm_wiki.access import Viewer, require_write, walls_on
 from llm_wiki.catalog import Catalog, Row, read_catalog
@@ -739,6 +740,7 @@ def _ingest(
                 catalog, narrowed, part.text, settings["index_tokens"]
             )
     for part in parts:
+        progress.current().detail(f"part {part.number}/{len(parts)}")
         prompt = _prompt(
             wiki, part, len(parts), kind=kind, scope=scope, earlier=first - 1, domains=domains
         )
@@ -912,8 +914,11 @@ def ingest_inbox(
         raise InvalidInput(f"--inbox {folder} is not a folder; create it or pass another.")
     now = clock.now().timestamp()
     items: list[InboxItem] = []
-    for path, folder_scope in _inbox_files(root):
-        name = f"{folder_scope}/{path.name}" if folder_scope else path.name
+    files = _inbox_files(root)
+    shown = progress.current()
+    shown.task("ingest --inbox", total=len(files))
+    for path, folder_scope in shown.each(files, _inbox_name):
+        name = _inbox_name((path, folder_scope))
         try:
             age = now - path.stat().st_mtime
         except OSError:
@@ -939,6 +944,11 @@ def ingest_inbox(
             continue
         items.append(InboxItem(name, result.status, "", result))
     return InboxResult(str(root), quiet, tuple(items), backend=llm.name)
+
+
+def _inbox_name(found: tuple[Path, str | None]) -> str:
+    path, scope = found
+    return f"{scope}/{path.name}" if scope else path.name
 
 
 def _inbox_files(root: Path) -> list[tuple[Path, str | None]]:

@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import llm_wiki.progress as progress
 import llm_wiki.store as store
 from llm_wiki.access import Viewer
 from llm_wiki.catalog.db import CATALOG_VERSION, Catalog, Row, create_db, render_line
@@ -186,7 +187,7 @@ def rebuild_index(wiki: Wiki) -> IndexResult:
             db = create_db(path)
         catalog = Catalog(wiki, db)
         try:
-            result = scan(catalog)
+            result = scan(catalog, progress.current())
             return IndexResult(
                 entries=catalog.count(Viewer.everyone()),
                 parsed=result.parsed,
