@@ -37,10 +37,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from llm_wiki import __version__
 from llm_wiki.errors import InvalidInput
 from llm_wiki.files import atomic_write
 from llm_wiki.skills import install_skills
+from llm_wiki.version import __version__
 
 NAME = "llm-wiki"
 DESCRIPTION = (
