@@ -26,6 +26,7 @@ from typing import Any
 
 import jinja2
 
+import llm_wiki.progress as progress
 import llm_wiki.site.html as html  # the submodules, not the package (which imports this one)
 import llm_wiki.site.pictures as pictures
 from llm_wiki.access import Viewer, walls_on
@@ -209,7 +210,10 @@ class _Builder:
         self.out.mkdir(parents=True, exist_ok=True)
         if not manifest:  # claim the folder first: a build that dies half-way can be re-run
             self._write_manifest({})
+        shown = progress.current()
+        shown.task("site")
         for page in self.plan():
+            shown.done()
             context = page.context()
             fp = _fingerprint(self.code, page.template, self.common, context)
             pages[page.path] = fp
