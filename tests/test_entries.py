@@ -105,7 +105,9 @@ def test_parse_dump_round_trip(entry):
 # The fast path for the tool's own frontmatter layout (entries.fast_frontmatter) against PyYAML.
 # Text that dump_entry could write, plus characters that matter to YAML or to the fast reader.
 tricky = st.text(
-    alphabet=st.sampled_from(list('ab Z_09(/.-:#,[]{}"\'\\!&*?|>%@`~=;<^$+\t\n\r\x00\x85\u2028\x7fé')),
+    alphabet=st.sampled_from(
+        list("ab Z_09(/.-:#,[]{}\"'\\!&*?|>%@`~=;<^$+\t\n\r\x00\x85\u2028\x7fé")
+    ),
     min_size=0,
     max_size=12,
 )
@@ -201,7 +203,7 @@ def test_fast_frontmatter_steps_aside_for_other_layouts():
         head.replace("summary: s", "summary: 12"),
         head.replace("summary: s", "summary: yes"),
         head.replace("summary: s\n", "summary: s\nextra: 1\n"),
-        head.replace("domain: d\n", "") .replace("id: x\n", "id: x\ndomain: d\n"),
+        head.replace("domain: d\n", "").replace("id: x\n", "id: x\ndomain: d\n"),
         head.replace("\n", "\r\n"),
         head.replace("tags: []", "tags:\n- a"),
     ):

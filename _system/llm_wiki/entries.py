@@ -423,8 +423,8 @@ def _fast_list(raw: str, res: _FastRes) -> list[str] | None:
         if not res.plain_list.fullmatch(raw):
             return None
         items = raw[1:-1].split(", ")
-        for item in items:
-            if len(item) < 6 and item.lower() in _YAML_WORDS:
+        for plain in items:
+            if len(plain) < 6 and plain.lower() in _YAML_WORDS:
                 return None
         return items
     if raw[:1] != "[" or raw[-1:] != "]":
