@@ -20,7 +20,7 @@ import llm_wiki.progress as progress
 import llm_wiki.store as store
 from llm_wiki.access import walls_on
 from llm_wiki.catalog.db import CATALOG_VERSION, COLUMNS, Catalog, render_line, row_from_db
-from llm_wiki.catalog.index_md import write_index_files
+from llm_wiki.catalog.index_md import Change, write_index_files
 from llm_wiki.entries import NAME_RE, Entry, decode_text, parse_entry
 from llm_wiki.errors import InvalidInput, WikiError
 from llm_wiki.wiki import Wiki
@@ -334,16 +334,70 @@ def _apply_and_render(
     cannot settle where an archived entry is, a scan of the files does.
     """
     stale = catalog.meta("render_pending") == "1"
+    _track_changes(catalog, True)
     try:
-        with catalog.db:
-            catalog.set_meta("render_pending", "1")
-            domains = apply(catalog, parsed)
-            domains |= _mark_archived(catalog, archived)
-            _consume_log(catalog)
-    except _NeedsScan:
-        scan(catalog)
-        return
-    write_index_files(catalog, domains=None if stale else domains, full=stale)
+        try:
+            with catalog.db:
+                catalog.set_meta("render_pending", "1")
+                domains = apply(catalog, parsed)
+                domains |= _mark_archived(catalog, archived)
+                _consume_log(catalog)
+        except _NeedsScan:
+            _track_changes(catalog, False)
+            scan(catalog)
+            return
+        changes = _changes(catalog)
+    finally:
+        _track_changes(catalog, False)
+    if stale:
+        write_index_files(catalog, domains=None, full=True)
+    else:
+        write_index_files(catalog, domains=domains, changes=changes)
+
+
+# Every row a change touches, as it was before the change: what the domain files hold, so they
+# can be spliced (index_md._splice). Temporary: they live on this connection only, for one change.
+_TRACK = (
+    "CREATE TEMP TABLE IF NOT EXISTS touched(seq INTEGER PRIMARY KEY, id TEXT NOT NULL, "
+    "scope TEXT, domain TEXT, line TEXT, was INTEGER)",
+    "CREATE TEMP TRIGGER IF NOT EXISTS touched_insert AFTER INSERT ON main.entries BEGIN "
+    "INSERT INTO touched(id, was) VALUES(new.id, 0); END",
+    "CREATE TEMP TRIGGER IF NOT EXISTS touched_delete AFTER DELETE ON main.entries BEGIN "
+    "INSERT INTO touched(id, scope, domain, line, was) "
+    "VALUES(old.id, old.scope, old.domain, old.line, 1); END",
+    "CREATE TEMP TRIGGER IF NOT EXISTS touched_update AFTER UPDATE ON main.entries BEGIN "
+    "INSERT INTO touched(id, scope, domain, line, was) "
+    "VALUES(old.id, old.scope, old.domain, old.line, 1); END",
+)
+_UNTRACK = (
+    "DROP TRIGGER IF EXISTS temp.touched_insert",
+    "DROP TRIGGER IF EXISTS temp.touched_delete",
+    "DROP TRIGGER IF EXISTS temp.touched_update",
+    "DROP TABLE IF EXISTS temp.touched",
+)
+
+
+def _track_changes(catalog: Catalog, on: bool) -> None:
+    for statement in _TRACK if on else _UNTRACK:
+        catalog.db.execute(statement)
+
+
+def _changes(catalog: Catalog) -> dict[str, Change]:
+    """id -> how the row was before the change (its first record) and how it is now."""
+    first: dict[str, tuple[str, str, str] | None] = {}
+    for entry_id, scope, domain, line, was in catalog.db.execute(
+        "SELECT id, scope, domain, line, was FROM temp.touched ORDER BY seq"
+    ):
+        if entry_id not in first:
+            first[entry_id] = (scope, domain, line) if was else None
+    out: dict[str, Change] = {}
+    for entry_id, before in first.items():
+        got = catalog.db.execute(
+            "SELECT scope, domain, line, date, superseded_by IS NOT NULL FROM entries WHERE id=?",
+            (entry_id,),
+        ).fetchone()
+        out[entry_id] = Change(before, tuple(got) if got is not None else None)  # type: ignore[arg-type]
+    return out
 
 
 def _consume_log(catalog: Catalog) -> None:
