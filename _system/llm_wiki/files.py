@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import contextlib
 import os
-import signal
 from pathlib import Path
 
 from llm_wiki.errors import WikiError
@@ -21,6 +20,8 @@ CRASH_ENV = "LLM_WIKI_CRASH_AT"  # test hook: SIGKILL this process at a named st
 def crashpoint(step: str) -> None:
     """Die here, for real, when ``LLM_WIKI_CRASH_AT`` names this step (crash-safety tests)."""
     if os.environ.get(CRASH_ENV) == step:
+        import signal  # deferred: only the crash-safety tests get here
+
         os.kill(os.getpid(), signal.SIGKILL)
 
 
