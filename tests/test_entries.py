@@ -13,6 +13,7 @@ from conftest import SRC
 from llm_wiki.entries import (
     Alternative,
     Entry,
+    Relation,
     candidate_ids,
     check_entry,
     dump_entry,
@@ -143,6 +144,17 @@ def tricky_entries(draw):
     if draw(st.booleans()):
         fields["alternatives_considered"] = tuple(
             Alternative(draw(tricky), draw(tricky)) for _ in range(draw(st.integers(0, 2)))
+        )
+    if draw(st.booleans()):  # the optional fields: written only when they hold something
+        fields["date_source"] = draw(tricky)
+    if draw(st.booleans()):
+        fields["roles"] = tuple(
+            (role, tuple(draw(st.lists(tricky, max_size=2))))
+            for role in draw(st.lists(tricky, max_size=3, unique=True))
+        )
+    if draw(st.booleans()):
+        fields["relates"] = tuple(
+            Relation(draw(tricky), draw(tricky)) for _ in range(draw(st.integers(0, 2)))
         )
     return dataclasses.replace(entry, **fields)
 

@@ -338,7 +338,8 @@ def load_yaml(text: str, what: str) -> Any:
 # PyYAML is most of what `show` may spend. Nearly every file is laid out exactly as dump_entry wrote
 # it: the known keys in KEY_ORDER, one per line, each value a plain scalar that _scalar_text chose
 # (so YAML reads it as that very string), a double-quoted scalar with dump_entry's escapes, a flow
-# list of those, or the alternatives' two-line items. fast_frontmatter reads exactly that layout
+# list of those, the alternatives' and relations' two-line items, or a role's `  role: [a, b]`
+# (the optional keys only when dump_entry wrote them). fast_frontmatter reads exactly that layout
 # and returns None for anything else (a key out of place, an extra field, a comment, a tab, a CR,
 # a scalar dump_entry would not have written plain, an escape it does not use), which then goes to
 # YAML. tests/test_entries.py proves the two agree, by property, on dumped and on mangled text.
@@ -357,6 +358,7 @@ _YAML_ESCAPES = {
 }
 _ALT_ID = "- id: "
 _ALT_REASON = "  rejected_because: "
+_REL_KIND = "  kind: "
 
 
 class _FastRes(NamedTuple):
@@ -472,10 +474,48 @@ def fast_frontmatter(head: str) -> dict[str, Any] | None:
     i = 0
     for key in KEY_ORDER:
         if i >= count:
+            if key in OPTIONAL_FIELDS:
+                continue
             return None
         line = lines[i]
+        if key in OPTIONAL_FIELDS and not line.startswith(key + ":"):
+            continue  # dump_entry leaves it out when empty; so does the mapping YAML reads
         i += 1
         value: Any
+        if key == "roles":
+            if line != "roles:":
+                return None
+            roles: dict[str, list[str]] = {}
+            while i < count and lines[i].startswith("  "):
+                role_line = lines[i][2:]
+                cut = role_line.find(": [")  # a quoted role holding one reads as unquoted
+                role = _fast_scalar(role_line[:cut], res) if cut > 0 else None
+                names = _fast_list(role_line[cut + 2 :], res) if role is not None else None
+                if role is None or names is None or role in roles:
+                    return None
+                roles[role] = names
+                i += 1
+            if not roles:
+                return None
+            data[key] = roles
+            continue
+        if key == "relates":
+            if line != "relates:":
+                return None
+            relations = []
+            while i < count and lines[i].startswith(_ALT_ID):
+                if i + 1 >= count or not lines[i + 1].startswith(_REL_KIND):
+                    return None
+                rel_id = _fast_scalar(lines[i][len(_ALT_ID) :], res)
+                kind = _fast_scalar(lines[i + 1][len(_REL_KIND) :], res)
+                if rel_id is None or kind is None:
+                    return None
+                relations.append({"id": rel_id, "kind": kind})
+                i += 2
+            if not relations:
+                return None
+            data[key] = relations
+            continue
         if key == "alternatives_considered":
             if line == "alternatives_considered: []":
                 data[key] = []
