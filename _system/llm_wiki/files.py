@@ -44,7 +44,7 @@ def _mkstemp(folder: Path | str, prefix: str) -> tuple[int, str]:
     raise WikiError(f"cannot create a temp file in {folder}; check its permissions.")
 
 
-def atomic_write(path: Path, data: bytes | str, mode: int = 0o644) -> None:
+def atomic_write(path: Path, data: bytes | bytearray | str, mode: int = 0o644) -> None:
     """Replace ``path`` with ``data`` all at once: temp file, fsync, rename."""
     if isinstance(data, str):
         data = data.encode()

@@ -302,7 +302,7 @@ def _splice(
     path: Path,
     recorded: tuple[int, int] | None,
     changes: Mapping[str, Change],
-) -> tuple[bytes, bool] | None:
+) -> tuple[bytes | bytearray, bool] | None:
     """The domain file's new bytes made from its old ones (and whether they are the same): the changed rows' old lines out,
     their new lines in, each right after the row the order puts before it, and the count in
     the head. None when only a render can tell: the file is not exactly as last written, its
@@ -338,17 +338,18 @@ def _splice(
                 new.append(((date, superseded, entry_id), text))
     if not gone and not new:
         return b"", True  # no row of this file changed (another scope's, under walls): as it is
-    old = data = path.read_bytes()
-    lines = data.count(b"\n") - 4
+    old = path.read_bytes()
+    lines = old.count(b"\n") - 4
     head = _domain_head(domain, lines)
-    if lines < 0 or not data.startswith(head):
+    if lines < 0 or not old.startswith(head):
         return None
+    data = bytearray(old)  # edited in place: each edit moves the bytes after it, copies nothing
     body_at = len(head) - 1  # the head's last line break: every line starts after one
     for text in gone:
         at = data.find(b"\n" + text + b"\n", body_at)
         if at < 0:
             return None
-        data = data[: at + 1] + data[at + 2 + len(text) :]
+        del data[at + 1 : at + 2 + len(text)]
     new.sort(key=lambda item: functools.cmp_to_key(_in_order)(item[0]))
     for key, text in new:
         before = _predecessor(catalog, target, domain, key)
@@ -363,11 +364,11 @@ def _splice(
             if at < 0:
                 return None
             at += 1 + len(needle)
-        data = data[: at + 1] + text + b"\n" + data[at + 1 :]
+        data[at + 1 : at + 1] = text + b"\n"
     count = lines - len(gone) + len(new)
     if count != _domain_count(catalog, target.scope, domain):
         return None
-    data = _domain_head(domain, count) + data[len(head) :]
+    data[: len(head)] = _domain_head(domain, count)
     return data, data == old
 
 
