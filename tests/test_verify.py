@@ -85,6 +85,11 @@ _LOG_PIECES = [
     "2026-01-01T00:00:00Z index",
     "not a log line",
     "2026-01-01T00:00:00Z write 2026-01-01-é-abcd sha256=ab scope=s path=é",
+    "2026-01-01T00:00:00Z write 2026-01-01-f-abcd sha256=ab scope=s path=a\x1cb",
+    "2026-01-01T00:00:00Z write 2026-01-01-g-abcd sha256=ab\tscope=s path=p",
+    "2026-01-01T00:00:00Z write 2026-01-01-h-abcd sha256=ab scope=s path=p\x85q",
+    "2026-01-01T00:00:00Z write 2026-01-01-i-abcd sha256=ab scope=s path=p extra",
+    "2026-01-01T00:00:00Z  write 2026-01-01-j-abcd sha256=ab scope=s path=p",
     "",
 ]
 

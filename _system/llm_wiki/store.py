@@ -179,6 +179,12 @@ def log_texts(wiki: Wiki, start: int = 0) -> Iterator[tuple[int, str]]:
     not end in a line feed (a torn last line: a writer died mid-append; or a lone CR) ends
     the log, as it did when the whole file was read and split.
     """
+    for offset, raw in _log_lines(wiki, start):
+        yield offset, raw.decode("utf-8", "replace").rstrip("\r\n")
+
+
+def _log_lines(wiki: Wiki, start: int = 0) -> Iterator[tuple[int, bytes]]:
+    """:func:`log_texts`'s lines as bytes, line break kept."""
     try:
         fh = open(wiki.log_path, "rb")  # noqa: SIM115 (closed below; a missing log is empty)
     except FileNotFoundError:
@@ -191,15 +197,25 @@ def log_texts(wiki: Wiki, start: int = 0) -> Iterator[tuple[int, str]]:
                 offset += len(raw)
                 if not raw.endswith(b"\n"):
                     return  # a torn last line (a writer died mid-append) is not a line
-                yield offset, raw.decode("utf-8", "replace").rstrip("\r\n")
+                yield offset, raw
 
 
 @functools.cache
-def _write_line_re() -> re.Pattern[str]:
-    """A write line exactly as format_log_line writes one (no field quoted)."""
+def _write_line_re() -> re.Pattern[bytes]:
+    """A write line exactly as format_log_line writes one, every field unquoted and printable
+    ASCII (no space, ``"`` or ``=``), line feed and all: matched as bytes, so the usual line is
+    neither decoded nor split. On such a line parse_log_line reads the same four fields."""
+    field = rb"([!#-<>-~]+)"
     return re.compile(
-        r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ write ([^\s=\"]+) sha256=([^\s=\"]+) "
-        r"scope=([^\s=\"]+) path=([^\s=\"]+)"
+        rb"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ write "
+        + field
+        + rb" sha256="
+        + field
+        + rb" scope="
+        + field
+        + rb" path="
+        + field
+        + rb"\n"
     )
 
 
@@ -208,12 +224,13 @@ def iter_writes(wiki: Wiki) -> Iterator[tuple[str, str, str, str]]:
     line has none: what parse_log_line reads, with the common shape read by one pattern
     (``verify`` reads one line per entry)."""
     match = _write_line_re().fullmatch
-    for _, text in log_texts(wiki):
-        got = match(text)
+    for _, raw in _log_lines(wiki):
+        got = match(raw)
         if got is not None:
-            yield got.groups()  # type: ignore[misc]
+            entry_id, sha, scope, path = got.groups()
+            yield entry_id.decode(), sha.decode(), scope.decode(), path.decode()
             continue
-        line = parse_log_line(text)
+        line = parse_log_line(raw.decode("utf-8", "replace").rstrip("\r\n"))
         if line is not None and line.op == "write" and line.subject:
             f = line.fields
             yield line.subject, f.get("sha256", ""), f.get("scope", ""), f.get("path", "")
