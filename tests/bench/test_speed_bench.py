@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import compileall
 import dataclasses
+import json
 import os
 import shutil
 import subprocess
@@ -157,8 +158,6 @@ def test_write_show_list_are_flat_and_near_import_click(small, big, one_domain):
     ):
         env = subprocess_env(LLM_WIKI_DIR=str(wiki))
         listed = run([*CLI, "list", "--limit", "1", "--offset", "50", "--json"], env)
-        import json
-
         shown = json.loads(listed.stdout)["entries"][0]["id"]
         cmds = {
             "click": [PY, "-c", "import click"],
