@@ -332,16 +332,241 @@ def load_yaml(text: str, what: str) -> Any:
         raise InvalidInput(f"{what}: malformed YAML{where} ({problem}); fix the YAML.") from None
 
 
+# --------------------------------------------------------------------------- the fast path
+#
+# Reading an entry's frontmatter with PyYAML is most of what a full index build costs, and importing
+# PyYAML is most of what `show` may spend. Nearly every file is laid out exactly as dump_entry wrote
+# it: the known keys in KEY_ORDER, one per line, each value a plain scalar that _scalar_text chose
+# (so YAML reads it as that very string), a double-quoted scalar with dump_entry's escapes, a flow
+# list of those, the alternatives' and relations' two-line items, or a role's `  role: [a, b]`
+# (the optional keys only when dump_entry wrote them). fast_frontmatter reads exactly that layout
+# and returns None for anything else (a key out of place, an extra field, a comment, a tab, a CR,
+# a scalar dump_entry would not have written plain, an escape it does not use), which then goes to
+# YAML. tests/test_entries.py proves the two agree, by property, on dumped and on mangled text.
+
+_LIST_KEYS = frozenset(LIST_FIELDS)
+_YAML_ESCAPES = {
+    "\\": "\\",
+    '"': '"',
+    "n": "\n",
+    "t": "\t",
+    "r": "\r",
+    "0": "\x00",
+    "N": "\x85",
+    "L": "\u2028",
+    "P": "\u2029",
+}
+_ALT_ID = "- id: "
+_ALT_REASON = "  rejected_because: "
+_REL_KIND = "  kind: "
+
+
+class _FastRes(NamedTuple):
+    block: re.Pattern[str]  # a scalar _scalar_text writes plain, in block context
+    flow: re.Pattern[str]  # ... in a flow list
+    plain_list: re.Pattern[str]  # a flow list of plain items only
+    quoted: re.Pattern[str]  # the inside of a double-quoted scalar as _escape writes it
+    escape: re.Pattern[str]
+
+
+@functools.cache
+def _fast_res() -> _FastRes:
+    """The fast path's patterns, compiled on first use (``write`` never reads frontmatter).
+
+    ``block`` and ``flow`` accept exactly what _scalar_text writes plain, bar the YAML words
+    (checked apart): _ID_PLAIN_RE, or _PLAIN_BLOCK_RE / _PLAIN_RE without a double or trailing
+    space, spelled as one pattern (a space only ever followed by another allowed character).
+    """
+    block_chars = "A-Za-z0-9_()/.'%+=;!?@$&*^~<>,\\[\\]{}-"
+    flow_chars = "A-Za-z0-9_()/.'%+=;!?@$&*^~<>-"
+    ident = _ID_PLAIN_RE.pattern
+    block = f"(?:{ident}|[A-Za-z_(/](?: ?[{block_chars}])*)"
+    flow = f"(?:{ident}|[A-Za-z_(/](?: ?[{flow_chars}])*)"
+    return _FastRes(
+        block=re.compile(block),
+        flow=re.compile(flow),
+        plain_list=re.compile(f"\\[{flow}(?:, {flow})*\\]"),
+        quoted=re.compile(
+            '(?:[^\\\\"\x00-\x1f\x7f-\x9f\u2028\u2029\ufeff\ufffe\uffff\ud800-\udfff]'
+            '|\\\\(?:[\\\\"ntr0NLP]|x[0-9a-fA-F]{2}|u[0-9a-fA-F]{4}))*'
+        ),
+        escape=re.compile(r"\\(x[0-9a-fA-F]{2}|u[0-9a-fA-F]{4}|.)"),
+    )
+
+
+def _unescape(match: re.Match[str]) -> str:
+    code = match.group(1)
+    return chr(int(code[1:], 16)) if len(code) > 1 else _YAML_ESCAPES[code]
+
+
+def _fast_quoted(inner: str, res: _FastRes) -> str | None:
+    if not res.quoted.fullmatch(inner):
+        return None
+    return res.escape.sub(_unescape, inner) if "\\" in inner else inner
+
+
+def _fast_scalar(raw: str, res: _FastRes, flow: bool = False) -> str | None:
+    """The string a scalar written by _scalar_text stands for, or None if it is not one."""
+    if raw[:1] == '"':
+        # an escaped closing quote leaves a lone backslash inside, which ``quoted`` refuses
+        return _fast_quoted(raw[1:-1], res) if len(raw) > 1 and raw[-1] == '"' else None
+    if not (res.flow if flow else res.block).fullmatch(raw):
+        return None
+    if len(raw) < 6 and raw.lower() in _YAML_WORDS:
+        return None
+    return raw
+
+
+def _fast_list(raw: str, res: _FastRes) -> list[str] | None:
+    """A flow list as dump_entry writes it: ``[a, "b, c", d]`` (``[]`` when empty)."""
+    if raw == "[]":
+        return []
+    if '"' not in raw:
+        if not res.plain_list.fullmatch(raw):
+            return None
+        items = raw[1:-1].split(", ")
+        for plain in items:
+            if len(plain) < 6 and plain.lower() in _YAML_WORDS:
+                return None
+        return items
+    if raw[:1] != "[" or raw[-1:] != "]":
+        return None
+    out: list[str] = []
+    pos, end = 1, len(raw) - 1
+    while True:
+        item: str | None
+        if raw[pos : pos + 1] == '"':
+            close = pos + 1
+            while True:
+                close = raw.find('"', close)
+                if close < 0 or close >= end:
+                    return None
+                run = close - len(raw[:close].rstrip("\\"))
+                if run % 2 == 0:
+                    break
+                close += 1
+            item = _fast_quoted(raw[pos + 1 : close], res)
+            stop = close + 1
+        else:
+            stop = raw.find(",", pos)
+            if stop < 0:
+                stop = end
+            item = _fast_scalar(raw[pos:stop], res, True)
+        if item is None:
+            return None
+        out.append(item)
+        if stop == end:
+            return out
+        if raw[stop : stop + 2] != ", " or stop + 2 >= end:
+            return None
+        pos = stop + 2
+
+
+def fast_frontmatter(head: str) -> dict[str, Any] | None:
+    """The mapping of frontmatter laid out exactly as dump_entry writes it (the date as text);
+    None when it is laid out any other way, for YAML to read."""
+    lines = head.split("\n")
+    if lines.pop() != "":
+        return None
+    res = _fast_res()
+    data: dict[str, Any] = {}
+    count = len(lines)
+    i = 0
+    for key in KEY_ORDER:
+        if i >= count:
+            if key in OPTIONAL_FIELDS:
+                continue
+            return None
+        line = lines[i]
+        if key in OPTIONAL_FIELDS and not line.startswith(key + ":"):
+            continue  # dump_entry leaves it out when empty; so does the mapping YAML reads
+        i += 1
+        value: Any
+        if key == "roles":
+            if line != "roles:":
+                return None
+            roles: dict[str, list[str]] = {}
+            while i < count and lines[i].startswith("  "):
+                role_line = lines[i][2:]
+                cut = role_line.find(": [")  # a quoted role holding one reads as unquoted
+                role = _fast_scalar(role_line[:cut], res) if cut > 0 else None
+                names = _fast_list(role_line[cut + 2 :], res) if role is not None else None
+                if role is None or names is None or role in roles:
+                    return None
+                roles[role] = names
+                i += 1
+            if not roles:
+                return None
+            data[key] = roles
+            continue
+        if key == "relates":
+            if line != "relates:":
+                return None
+            relations = []
+            while i < count and lines[i].startswith(_ALT_ID):
+                if i + 1 >= count or not lines[i + 1].startswith(_REL_KIND):
+                    return None
+                rel_id = _fast_scalar(lines[i][len(_ALT_ID) :], res)
+                kind = _fast_scalar(lines[i + 1][len(_REL_KIND) :], res)
+                if rel_id is None or kind is None:
+                    return None
+                relations.append({"id": rel_id, "kind": kind})
+                i += 2
+            if not relations:
+                return None
+            data[key] = relations
+            continue
+        if key == "alternatives_considered":
+            if line == "alternatives_considered: []":
+                data[key] = []
+                continue
+            if line != "alternatives_considered:":
+                return None
+            alts = []
+            while i < count and lines[i].startswith(_ALT_ID):
+                if i + 1 >= count or not lines[i + 1].startswith(_ALT_REASON):
+                    return None
+                alt_id = _fast_scalar(lines[i][len(_ALT_ID) :], res)
+                reason = _fast_scalar(lines[i + 1][len(_ALT_REASON) :], res)
+                if alt_id is None or reason is None:
+                    return None
+                alts.append({"id": alt_id, "rejected_because": reason})
+                i += 2
+            if not alts:
+                return None
+            data[key] = alts
+            continue
+        if not line.startswith(key) or line[len(key) : len(key) + 2] != ": ":
+            return None
+        raw = line[len(key) + 2 :]
+        if key in _LIST_KEYS:
+            value = _fast_list(raw, res)
+        elif key == "date" and valid_date(raw):
+            value = raw  # YAML reads a date; entry_from_mapping turns it back into this text
+        else:
+            value = _fast_scalar(raw, res)
+        if value is None:
+            return None
+        data[key] = value
+    return data if i == count else None
+
+
 def parse_entry(text: str, *, what: str = "entry") -> Entry:
     """The one way file text becomes an entry. Structural errors raise InvalidInput."""
-    data, body = _read_frontmatter(text, what)
+    data, body = _read_frontmatter(text, what, fast=True)
     return entry_from_mapping(data, body=body, what=what)
 
 
-def _read_frontmatter(text: str, what: str) -> tuple[dict[Any, Any], str]:
-    """The frontmatter mapping and the body (blank lines at its edges cut) of markdown text."""
+def _read_frontmatter(text: str, what: str, *, fast: bool = False) -> tuple[dict[Any, Any], str]:
+    """The frontmatter mapping and the body (blank lines at its edges cut) of markdown text.
+
+    With ``fast``, frontmatter laid out exactly as :func:`dump_entry` writes it is read by
+    :func:`fast_frontmatter` instead of PyYAML; anything else still goes to YAML.
+    """
     head, body = split_frontmatter(text)
-    data = load_yaml(head, what)
+    data = fast_frontmatter(head) if fast else None
+    if data is None:
+        data = load_yaml(head, what)
     if not isinstance(data, dict):
         raise InvalidInput(f"{what}: the frontmatter must be a YAML mapping of fields.")
     return data, body.strip("\n")

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import contextlib
 import os
-import signal
 from pathlib import Path
 
 from llm_wiki.errors import WikiError
@@ -21,6 +20,8 @@ CRASH_ENV = "LLM_WIKI_CRASH_AT"  # test hook: SIGKILL this process at a named st
 def crashpoint(step: str) -> None:
     """Die here, for real, when ``LLM_WIKI_CRASH_AT`` names this step (crash-safety tests)."""
     if os.environ.get(CRASH_ENV) == step:
+        import signal  # deferred: only the crash-safety tests get here
+
         os.kill(os.getpid(), signal.SIGKILL)
 
 
@@ -43,7 +44,7 @@ def _mkstemp(folder: Path | str, prefix: str) -> tuple[int, str]:
     raise WikiError(f"cannot create a temp file in {folder}; check its permissions.")
 
 
-def atomic_write(path: Path, data: bytes | str, mode: int = 0o644) -> None:
+def atomic_write(path: Path, data: bytes | bytearray | str, mode: int = 0o644) -> None:
     """Replace ``path`` with ``data`` all at once: temp file, fsync, rename."""
     if isinstance(data, str):
         data = data.encode()

@@ -4,14 +4,16 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from llm_wiki.access import Viewer
 from llm_wiki.catalog import Row, read_catalog
 from llm_wiki.entries import Entry, decode_text, parse_entry, valid_date
 from llm_wiki.errors import InvalidInput, NotFound, WikiError
-from llm_wiki.stats import Stats, entry_stats, llm_usage
 from llm_wiki.wiki import Wiki
+
+if TYPE_CHECKING:
+    from llm_wiki.stats import Stats
 
 
 @dataclass(frozen=True)
@@ -108,6 +110,8 @@ def list_entries(
 
 
 def wiki_stats(wiki: Wiki, viewer: Viewer) -> Stats:
+    from llm_wiki.stats import entry_stats, llm_usage  # deferred: only `stats` needs it
+
     with read_catalog(wiki) as catalog:
         stats = entry_stats(wiki, catalog, viewer)
     return dataclasses.replace(stats, extra={**stats.extra, "llm": llm_usage(wiki, viewer)})

@@ -49,50 +49,61 @@ class VerifyResult:
         }
 
 
-@dataclass
-class _Logged:
-    sha: str
-    path: str
-    scope: str
-    archive: str = ""
+_NO_SHA = b"-" * 32  # stands for a logged sha256 that is not one: no digest is this
+_SEEN = b"\x01"  # first byte of a record whose entry was found (else b"\x00")
 
 
 def verify(wiki: Wiki, viewer: Viewer) -> VerifyResult:
     """Find entries edited, removed or added behind the tool's back, and broken archives.
 
     Findings about entries the viewer may not read are left out: hidden looks like absent.
+    Memory stays small however big the wiki: the log is streamed, each logged entry is held as
+    its id and one short bytes record (found yet, the sha256's 32 bytes, the scope), and files
+    are read one at a time.
     """
-    logged: dict[str, _Logged] = {}
-    for _, line in store.read_log(wiki):
-        if line.op == "write" and line.subject:
-            logged[line.subject] = _Logged(
-                line.fields.get("sha256", ""),
-                line.fields.get("path", ""),
-                line.fields.get("scope", ""),
-            )
-        elif line.op == "archive" and line.subject in logged:
-            logged[line.subject].archive = line.fields.get("archive", "")
+    logged: dict[str, bytes] = {}  # id -> found flag + sha256 digest + scope, of its last write
+    for subject, sha, scope, _ in store.iter_writes(wiki):
+        try:
+            digest = bytes.fromhex(sha)
+        except ValueError:
+            digest = _NO_SHA
+        if len(digest) != 32 or digest.hex() != sha:
+            digest = _NO_SHA  # not a sha256 as hexdigest writes it: no file matches it
+        logged[subject] = b"\x00" + digest + scope.encode()
     findings: list[Finding] = []
-    present: set[str] = set()
+    unlogged: set[str] = set()  # ids of files with no write line (few)
     checked = 0
 
     def visible(scope: str) -> bool:
         return viewer.sees([scope])
 
-    for rel, _, _ in store.iter_entry_files(wiki):
-        data = (wiki.root / rel).read_bytes()
-        entry_id = os.path.basename(rel)[:-3]
-        present.add(entry_id)
+    def seen(entry_id: str) -> bool:
         record = logged.get(entry_id)
-        scope = record.scope if record else _scope_of(data, rel)
-        if not visible(scope):
-            continue
-        checked += 1
-        sha = store.sha256_bytes(data)
-        if record is None:
-            findings.append(Finding("unlogged", entry_id, rel, KINDS["unlogged"]))
-        elif record.sha != sha:
-            findings.append(Finding("edited", entry_id, rel, KINDS["edited"]))
+        return entry_id in unlogged if record is None else record[:1] == _SEEN
+
+    sees_all = viewer.sees_all
+    root = str(wiki.root)
+    sha256 = store.openssl_sha256()
+    read = store.read_whole
+    for month, files in store.iter_entry_months(wiki, stat=False):
+        for name, _, _ in files:
+            rel = month + name
+            data = read(f"{root}/{rel}")
+            entry_id = name[:-3]
+            record = logged.get(entry_id)
+            if record is None:
+                unlogged.add(entry_id)
+                if sees_all or visible(_scope_of(data, rel)):
+                    checked += 1
+                    findings.append(Finding("unlogged", entry_id, rel, KINDS["unlogged"]))
+                continue
+            if record[:1] != _SEEN:
+                logged[entry_id] = _SEEN + record[1:]
+            if not sees_all and not visible(record[33:].decode()):
+                continue
+            checked += 1
+            if record[1:33] != sha256(data).digest():
+                findings.append(Finding("edited", entry_id, rel, KINDS["edited"]))
     for name in sorted(store.archive_names(wiki)):
         from llm_wiki.archive_file import iter_members  # deferred: tarfile + zstandard
 
@@ -100,16 +111,18 @@ def verify(wiki: Wiki, viewer: Viewer) -> VerifyResult:
             for rel, data, _ in iter_members(wiki, name):
                 entry_id = os.path.basename(rel)[:-3]
                 record = logged.get(entry_id)
-                scope = record.scope if record else _scope_of(data, rel)
-                if entry_id in present or not visible(scope):
+                scope = _scope_of(data, rel) if record is None else record[33:].decode()
+                if seen(entry_id) or not visible(scope):
                     continue
-                present.add(entry_id)
                 checked += 1
                 if record is None:
+                    unlogged.add(entry_id)
                     findings.append(
                         Finding("unlogged", entry_id, f"{name}:{rel}", KINDS["unlogged"])
                     )
-                elif record.sha != store.sha256_bytes(data):
+                    continue
+                logged[entry_id] = _SEEN + record[1:]
+                if record[1:33] != sha256(data).digest():
                     findings.append(
                         Finding(
                             "archive-mismatch", entry_id, f"{name}:{rel}", KINDS["archive-mismatch"]
@@ -120,12 +133,27 @@ def verify(wiki: Wiki, viewer: Viewer) -> VerifyResult:
                 findings.append(
                     Finding("unreadable-archive", "", name, KINDS["unreadable-archive"])
                 )
-    for entry_id, record in sorted(logged.items()):
-        if entry_id not in present and visible(record.scope):
+    gone = [
+        entry_id
+        for entry_id, record in logged.items()
+        if record[:1] != _SEEN and visible(record[33:].decode())
+    ]
+    if gone:  # their paths: a second pass over the log, for these few only
+        paths = _logged_paths(wiki, set(gone))
+        for entry_id in gone:
             checked += 1
-            findings.append(Finding("removed", entry_id, record.path, KINDS["removed"]))
+            findings.append(Finding("removed", entry_id, paths.get(entry_id, ""), KINDS["removed"]))
     findings.sort(key=lambda f: (f.kind, f.id, f.path))
     return VerifyResult(checked, tuple(findings))
+
+
+def _logged_paths(wiki: Wiki, ids: set[str]) -> dict[str, str]:
+    """The path of each of ``ids`` on its last write line."""
+    paths: dict[str, str] = {}
+    for subject, _, _, path in store.iter_writes(wiki):
+        if subject in ids:
+            paths[subject] = path
+    return paths
 
 
 def _scope_of(data: bytes, rel: str) -> str:
