@@ -97,7 +97,8 @@ _WHY = re.compile(
     r"\bwhy\b|\breasons?\b|\brationale\b|\bhow\s+come\b|\bwhat\s+for\b|\bmotivat", re.I
 )
 _TURN = re.compile(
-    r"(?i)^(?:however|but|this|that|it|these|unfortunately|the\s+problem|instead|sadly)\b"
+    r"(?i)^(?:however|but|this|that|it|these|unfortunately|the\s+problem|instead|sadly|"
+    r"rejected|discarded|dropped|ruled\s+out|not\s+chosen)\b"
 )
 
 # Section roles, from a heading's words (checked innermost heading first, in this order).
@@ -125,8 +126,8 @@ _PRO_INTRO = re.compile(r"(?i)^(?:pros?|strengths?|advantages?|benefits?|good)\b
 _CON_INTRO = re.compile(r"(?i)^(?:cons?|weakness(?:es)?|disadvantages?|drawbacks?|bad)\b")
 _CHOSEN = re.compile(
     r"(?i)\bchosen\s+option\s*:?\s*(.+?)(?:,?\s+(?:because|since|as)\b.*)?$|"
-    r"\b(?:decided|decide|opted|choose|chose)\s+(?:to\s+)?(?:proceed\s+with|pursue|go\s+with|"
-    r"use|adopt|for)\s+(.+?)(?:[.,:;]|$)"
+    r"\b(?:decided|decide|opted|choose|chose|pick|picked|select|selected)\s+(?:to\s+)?"
+    r"(?:proceed\s+with\s+|pursue\s+|go\s+with\s+|use\s+|adopt\s+|for\s+)?(.+?)(?:[.,;]|$)"
 )
 _STOP = frozenset(
     "the a an of to for in on and or with we our us do did does was were is are be been it its "
@@ -251,7 +252,7 @@ def read_record(body: str) -> Record:
     for s in out:
         m = _CHOSEN.search(s.text)
         if m and (s.role == "outcome" or re.match(r"(?i)chosen\s+option", s.text)):
-            chosen = (m.group(1) or m.group(2) or "").strip(" \"'*")
+            chosen = _option_name((m.group(1) or m.group(2) or "").strip(" \"'*"))
             if chosen:
                 break
     return Record(tuple(out), chosen)
@@ -268,7 +269,7 @@ def _role(path: tuple[str, ...], text: str, intro: str, item: bool) -> tuple[str
     # the option a sentence is about: a heading under an options heading, or "Option …"
     for i, title in enumerate(path):
         if re.match(r"(?i)^option\b", title):
-            option = re.sub(r"(?i)^option\s*\w{0,3}\s*[:.)-]?\s*", "", title) or title
+            option = _option_name(title)
         elif i > 0 and roles[i - 1] == "options" and roles[i] in ("other", "outcome"):
             option = title
     if option and role in ("options", "outcome", "other"):
@@ -278,6 +279,15 @@ def _role(path: tuple[str, ...], text: str, intro: str, item: bool) -> tuple[str
     elif item and (re.match(r"(?i)^(?:bad|con)\b", text) or _CON_INTRO.match(intro)):
         role = "con"
     return role, option
+
+
+def _option_name(text: str) -> str:
+    """ "Option 2: listeners array" and "Option 2 (listeners array)" → "listeners array"; a bare
+    "Option 2" stays as it is."""
+    name = re.sub(r"(?i)^option\s*\w{0,3}\s*[:.)-]?\s*", "", text).strip()
+    if m := re.fullmatch(r"\((.+)\)", name):
+        name = m.group(1)
+    return name.strip(" \"'*") or text
 
 
 def _heading_role(title: str) -> str:
@@ -597,10 +607,13 @@ def _against(named: _Named, stems: Sequence[str]) -> list[tuple[str, str]]:
             key=lambda s: (not _NEGATIVE.search(s.text), s.index),
         )
     need = max(1, (len(named.words) + 1) // 2)
-    scored = [(3.0 - 0.01 * i, s) for i, s in enumerate(cons[:3])]
+    scored = [(5.0 - 0.01 * i, s) for i, s in enumerate(cons[:3])]
+    names = record.option_names()
     for s in found:
         if s in mine or _overlap(named.words, _words(s.text)) < need:
             continue
+        if any(_same_option(s.text, n) for n in names):
+            continue  # an option's name alone says nothing against it
         nxt = found[s.index + 1] if s.index + 1 < len(found) else None
         names_it = s.item and (len(s.text.split()) <= 8 or s.text.endswith(":"))
         if not (_NEGATIVE.search(s.text) or names_it or (nxt and _TURN.match(nxt.text))):
@@ -664,9 +677,9 @@ def _why_not_prose(
 
 # The weight of a sentence's role as a reason for the decision.
 _REASON_ROLE = {
-    "outcome": 2.5,
+    "outcome": 2.0,
     "pro": 2.5,
-    "consequence": 2.0,
+    "consequence": 2.2,
     "driver": 1.2,
     "context": 1.0,
     "other": 0.8,
