@@ -614,6 +614,8 @@ def _against(named: _Named, stems: Sequence[str]) -> list[tuple[str, str]]:
             continue
         if any(_same_option(s.text, n) for n in names):
             continue  # an option's name alone says nothing against it
+        if record.chosen and _norm_name(record.chosen) in _norm_name(s.text):
+            continue  # about the chosen option: the decision, quoted after
         nxt = found[s.index + 1] if s.index + 1 < len(found) else None
         names_it = s.item and (len(s.text.split()) <= 8 or s.text.endswith(":"))
         if not (_NEGATIVE.search(s.text) or names_it or (nxt and _TURN.match(nxt.text))):
@@ -648,7 +650,7 @@ def _against(named: _Named, stems: Sequence[str]) -> list[tuple[str, str]]:
         out.append((f"{label} (the record gives no reason)", e.id))
     else:
         out.append((label, e.id))
-    out += [(s.text, e.id) for s in sorted(dict.fromkeys(keep), key=lambda s: s.index)]
+    out += [(s.text, e.id) for s in dict.fromkeys(keep)]  # the strongest first
     return out
 
 
