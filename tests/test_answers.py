@@ -212,3 +212,11 @@ def test_eval_reports_answer_hit_on_the_second_dev_set(more_records, tmp_path):
     # measured offline on this build: 0.73 here (three folders in one wiki), 0.75 with one wiki
     # per folder; a floor, not a target
     assert out["answer_hit"] >= 0.6
+
+
+def test_question_kinds_what_replaced_what():
+    from llm_wiki.answers import question_kind
+
+    assert question_kind("What did the CloudFront proxy replace?") == "past"
+    assert question_kind("What was our first approach to logging?") == "past"
+    assert question_kind("What replaced kOps?") == "current"

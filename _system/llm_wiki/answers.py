@@ -81,13 +81,14 @@ _ALTERNATIVES = re.compile(
 )
 _CURRENT = re.compile(
     r"\b(?:still|now|currently|current|today|these\s+days|at\s+the\s+moment|any\s*more|"
-    r"nowadays|latest|presently)\b",
+    r"nowadays|latest|presently|(?:what|which)\s+\w*\s*(?:replaced|superseded))\b",
     re.I,
 )
 _PAST = re.compile(
     r"\b(?:before|previously|previous|originally|original|used\s+to|earlier|initially|at\s+first|"
     r"formerly|former|prior|old|older|in\s+the\s+past|first\s+(?:decide|decided|choose|chose|"
-    r"pick|picked|go|went|use|used|do|did))\b",
+    r"pick|picked|go|went|use|used|do|did|approach|decision|choice|plan|design|version)|"
+    r"was\s+replaced|were\s+replaced|did\s+.+\s+(?:replace|supersede))\b",
     re.I,
 )
 _WHEN = re.compile(
