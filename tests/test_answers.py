@@ -220,3 +220,12 @@ def test_question_kinds_what_replaced_what():
     assert question_kind("What did the CloudFront proxy replace?") == "past"
     assert question_kind("What was our first approach to logging?") == "past"
     assert question_kind("What replaced kOps?") == "current"
+
+
+def test_current_is_never_a_rejected_record(records):
+    answer, _ = ask(records, "Does each namespace still get its own dedicated ingress controller?")
+    lines = quoted(answer)
+    assert lines[0][0].startswith("Current decision: Shared Ingress Controllers for teams")
+    assert any(
+        t.startswith("Rejected (2020-09-02): Dedicated Ingress Controllers") for t, _ in lines
+    )

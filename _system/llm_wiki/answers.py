@@ -435,8 +435,10 @@ def _dated_sentences(e: Entry) -> list[str]:
 
 
 def _current(opened: Sequence[Opened], stems: Sequence[str]) -> list[tuple[str, str]]:
-    active = [o for o in opened if o.status not in ("superseded",)]
-    current = active[0] if active else opened[0]
+    # what holds now: the best match not replaced, rejected or deprecated (a rejected record is
+    # not what we do now)
+    gone = ("superseded", "rejected", "deprecated")
+    current = next((o for o in opened if o.status not in gone), opened[0])
     e = current.entry
     out = [(f"Current decision: {e.summary} ({e.date}, {current.status})", e.id)]
     out += [(s, e.id) for s in _statement(e)]
@@ -458,6 +460,10 @@ def _current(opened: Sequence[Opened], stems: Sequence[str]) -> list[tuple[str, 
             and other.domain == e.domain
         ):
             out.append((f"Newer and still proposed ({other.date}): {other.summary}", other.id))
+    for item in opened[:2]:
+        if item.entry.id != e.id and item.status in ("rejected", "deprecated"):
+            other = item.entry
+            out.append((f"{item.status.capitalize()} ({other.date}): {other.summary}", other.id))
     return out
 
 
