@@ -562,14 +562,21 @@ def _words(text: str) -> frozenset[str]:
 
 
 def _overlap(a: frozenset[str], b: frozenset[str]) -> int:
-    """How many words of ``a`` are in ``b``, a word matching another of the same first five
-    letters or that it begins ("warn" ~ "warning", not "kubelogin" ~ "kubehook")."""
-    return sum(
-        1
-        for x in a
-        if any(x[:5] == y[:5] or (min(len(x), len(y)) >= 4 and (x.startswith(y) or y.startswith(x)))
-               for y in b)
-    )  # fmt: skip
+    """How many words of ``a`` are in ``b``, a word matching another that shares all but its
+    last two letters with it ("proxy" ~ "proxies", "warn" ~ "warning", not "kubelogin" ~
+    "kubehook")."""
+    return sum(1 for x in a if any(_alike(x, y) for y in b))
+
+
+def _alike(x: str, y: str) -> bool:
+    if x == y:
+        return True
+    n = 0
+    for cx, cy in zip(x, y, strict=False):  # the common prefix
+        if cx != cy:
+            break
+        n += 1
+    return n >= max(4, min(len(x), len(y)) - 2)
 
 
 def _named_option(question: str, opened: Sequence[Opened], threshold: float = 0.5) -> _Named | None:
@@ -673,9 +680,12 @@ def _why_not_prose(
     for s in found:
         hits = _overlap(asked, _words(s.text))
         if hits >= max(1, round(0.4 * len(asked))):
-            turn = s.index + 1 < len(found) and bool(_TURN.match(found[s.index + 1].text))
-            against = bool(_NEGATIVE.search(s.text)) or turn
-            scored.append((hits + (1.5 if against else 0) - (1.0 if s.role == "outcome" else 0), s))
+            nxt = found[s.index + 1].text if s.index + 1 < len(found) else ""
+            against = bool(_NEGATIVE.search(s.text)) or bool(_TURN.match(nxt))
+            score = hits + (1.5 if against else 0) - (1.0 if s.role == "outcome" else 0)
+            score += 1.0 if _REJECTED.search(s.text + " " + nxt[:40]) else 0.0
+            score += 0.5 if s.role in ("options", "option", "con") else 0.0
+            scored.append((score, s))
     keep: list[Sentence] = []
     for _, s in sorted(scored, key=lambda x: (-x[0], x[1].index))[:2]:
         keep.append(s)
@@ -683,6 +693,8 @@ def _why_not_prose(
             keep.append(found[s.index + 1])
     return [(s.text, e.id) for s in sorted(dict.fromkeys(keep), key=lambda s: s.index)]
 
+
+_REJECTED = re.compile(r"(?i)\b(?:rejected|not\s+chosen|ruled\s+out|discarded|dropped)\b")
 
 # The weight of a sentence's role as a reason for the decision.
 _REASON_ROLE = {
