@@ -229,3 +229,12 @@ def test_current_is_never_a_rejected_record(records):
     assert any(
         t.startswith("Rejected (2020-09-02): Dedicated Ingress Controllers") for t, _ in lines
     )
+
+
+def test_why_not_quotes_what_is_listed_under_the_named_option(records):
+    # "- kubelogin" with its reasons as sub-items; "The alternative considered was Calico
+    # networking. …:" opening the list of what is against it
+    answer, _ = ask(records, "Why didn't we use kubelogin to issue kubeconfig credentials on EKS?")
+    assert "CP team would have to distribute the client secret to all users" in answer
+    answer, _ = ask(records, "Why not full Calico networking on the EKS cluster?")
+    assert "We wouldn't have any support from the cloud provider" in answer

@@ -643,12 +643,7 @@ def _against(named: _Named, stems: Sequence[str]) -> list[tuple[str, str]]:
         keep.append(s)
         if s in cons:
             continue
-        after = [t for t in found[s.index + 1 : s.index + 3] if t.path == s.path]
-        if s.item and (len(s.text.split()) <= 4 or s.text.endswith(":")):
-            # the items under an option's name (longer than a sibling option's name)
-            keep += [t for t in after if t.item and len(t.text.split()) >= 6]
-        elif after and _TURN.match(after[0].text):
-            keep.append(after[0])
+        keep += _follow(s, found)
     label = f"Not chosen: {named.name}"
     reason = named.reason
     if not reason:
@@ -678,22 +673,46 @@ def _why_not_prose(
     found = list(read_record(e.body).sentences)
     scored = []
     for s in found:
-        hits = _overlap(asked, _words(s.text))
-        if hits >= max(1, round(0.4 * len(asked))):
+        words = _words(s.text)
+        hits = _overlap(asked, words)
+        # an item that is a name the question uses ("- kubelogin"), with what is listed under it
+        label = s.item and 0 < len(words) <= 4 and _overlap(words, asked) == len(words)
+        if label and _follow(s, found):
+            scored.append((4.0 + hits, s))
+        elif hits >= max(1, round(0.4 * len(asked))):
             nxt = found[s.index + 1].text if s.index + 1 < len(found) else ""
             against = bool(_NEGATIVE.search(s.text)) or bool(_TURN.match(nxt))
             score = hits + (1.5 if against else 0) - (1.0 if s.role == "outcome" else 0)
             score += 1.0 if _REJECTED.search(s.text + " " + nxt[:40]) else 0.0
+            score += 1.0 if _CONSIDERED.search(s.text) else 0.0
             score += 0.5 if s.role in ("options", "option", "con") else 0.0
             scored.append((score, s))
     keep: list[Sentence] = []
     for _, s in sorted(scored, key=lambda x: (-x[0], x[1].index))[:2]:
         keep.append(s)
-        if s.index + 1 < len(found) and _TURN.match(found[s.index + 1].text):
-            keep.append(found[s.index + 1])
+        keep += _follow(s, found)
     return [(s.text, e.id) for s in sorted(dict.fromkeys(keep), key=lambda s: s.index)]
 
 
+def _follow(s: Sentence, found: Sequence[Sentence]) -> list[Sentence]:
+    """What goes on about the thing ``s`` names: the items under it when it is a short item (an
+    option's name; items longer than a sibling option's name), the items of a list it opens
+    ("… but:"), or the next sentence when that one turns on it (However / But / This …)."""
+    after = [t for t in found[s.index + 1 : s.index + 3] if t.path == s.path]
+    if s.item and (len(s.text.split()) <= 4 or s.text.endswith(":")):
+        return [t for t in after if t.item and len(t.text.split()) >= 6]
+    near = [t for t in found[s.index + 1 : s.index + 7] if t.path == s.path]
+    opened = [t for t in near if t.item and t.intro and s.text in t.intro][:2]
+    if opened:
+        return opened
+    if after and _TURN.match(after[0].text):
+        return after[:1]
+    return []
+
+
+_CONSIDERED = re.compile(
+    r"(?i)\b(?:alternatives?|considered|looked\s+(?:at|into)|evaluated|also\s+tried)\b"
+)
 _REJECTED = re.compile(r"(?i)\b(?:rejected|not\s+chosen|ruled\s+out|discarded|dropped)\b")
 
 # The weight of a sentence's role as a reason for the decision.
