@@ -46,7 +46,7 @@ from llm_wiki.clock import stamp
 from llm_wiki.errors import WikiError
 from llm_wiki.session import Session
 from llm_wiki.tokens import Token, TokenStore
-from llm_wiki.wiki import Wiki
+from llm_wiki.wiki import TEMPLATES, Wiki
 
 Scope = dict[str, Any]
 Receive = Callable[[], Awaitable[dict[str, Any]]]
@@ -79,6 +79,9 @@ UNAUTHORIZED = (
     "the wiki's admin issues one with `llm-wiki token add READER`.\n"
 )
 NOT_FOUND = "Not found.\n"
+# The site's own files, the same for every reader: served before sign-in (the sign-in page uses
+# the stylesheet); they hold no entry.
+ASSETS = ("site.css", "site.js", "minisearch.js", "minisearch-LICENSE.txt")
 
 
 def is_loopback(host: str) -> bool:
@@ -379,6 +382,17 @@ class App:
             return
         if path == "/login":
             await self._login(scope, method, body, caller, send)
+            return
+        if path.startswith("/assets/") and path[8:] in ASSETS and method in ("GET", "HEAD"):
+            data = (TEMPLATES / "site" / "assets" / path[8:]).read_bytes()  # the package's own
+            kind = mimetypes.guess_type(path)[0] or "text/plain"
+            await _respond(
+                send,
+                200,
+                f"{kind}; charset=utf-8",
+                b"" if method == "HEAD" else data,
+                length=len(data),
+            )
             return
         if caller is None:
             await _page(send, 401, "Sign in", _sign_in_form(), extra=_www_authenticate(401))
@@ -753,10 +767,21 @@ def serve(
     wiki = session.wiki
     disk_viewer(wiki, session.reader, "serve")
     check_bind(wiki, host)
+    app = App(wiki, host=host, allow_hosts=allow_hosts)
+    sock = bind(host, port)
+    if on_start is not None:
+        shown = f"[{host}]" if ":" in host else host
+        on_start(f"http://{shown}:{sock.getsockname()[1]}/")
     import uvicorn  # deferred: the ASGI server, only for `llm-wiki serve`
 
-    app = App(wiki, host=host, allow_hosts=allow_hosts)
-    config = uvicorn.Config(
+    uvicorn.Server(uvicorn_config(app, host, port)).run(sockets=[sock])
+
+
+def uvicorn_config(app: App, host: str, port: int) -> Any:
+    """How uvicorn runs the app (the tests run it the same way)."""
+    import uvicorn  # deferred: the ASGI server, only for `llm-wiki serve`
+
+    return uvicorn.Config(
         app,
         host=host,
         port=port,
@@ -766,13 +791,9 @@ def serve(
         proxy_headers=True,  # X-Forwarded-Proto from a proxy on 127.0.0.1 (Secure cookies)
         forwarded_allow_ips="127.0.0.1",
         timeout_keep_alive=5,
+        h11_max_incomplete_event_size=16_384,  # request line and headers: 16 KB at most
         lifespan="on",
     )
-    sock = bind(host, port)
-    if on_start is not None:
-        shown = f"[{host}]" if ":" in host else host
-        on_start(f"http://{shown}:{sock.getsockname()[1]}/")
-    uvicorn.Server(config).run(sockets=[sock])
 
 
 def bind(host: str, port: int) -> socket.socket:
