@@ -21,8 +21,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from conftest import Cli
-from serve_world import request, rpc, server_thread
 from llm_wiki.server import UNAUTHORIZED
+from serve_world import request, rpc, server_thread
 
 SCOPES = ("matter-kestrel", "matter-osprey", "hr-plover", "shared")
 ACCESS = """\
@@ -121,7 +121,11 @@ def actions(draw, ids):
         target = draw(st.sampled_from([some_id, some_id[:-4] + "0000"]))
         return ("tool", "wiki_show", {"id": target})
     if kind == "query":
-        words = draw(st.lists(st.sampled_from([*WORDS, "qz01sx", "qz21bx", "kestrel"]), min_size=1, max_size=3))
+        words = draw(
+            st.lists(
+                st.sampled_from([*WORDS, "qz01sx", "qz21bx", "kestrel"]), min_size=1, max_size=3
+            )
+        )
         return ("tool", "wiki_query", {"question": " ".join(words) + "?"})
     page = draw(
         st.sampled_from(
@@ -178,9 +182,16 @@ def test_each_reader_sees_all_it_may_see_over_mcp_and_pages(world):
     """The other half of the property: the walls hide exactly what they must, no more."""
     path, ids, tokens, running = world
     for reader, readable in READS.items():
-        got = rpc(running, tokens[reader], "tools/call", {"name": "wiki_list", "arguments": {"limit": 100}})
+        got = rpc(
+            running,
+            tokens[reader],
+            "tools/call",
+            {"name": "wiki_list", "arguments": {"limit": 100}},
+        )
         listed = {e["id"] for e in json.loads(got.text)["result"]["structuredContent"]["entries"]}
         assert listed == {i for i, s in ids.items() if s in readable}, reader
         for entry_id, scope in ids.items():
-            status = request(running, "GET", f"/entries/{entry_id}.html", token=tokens[reader]).status
+            status = request(
+                running, "GET", f"/entries/{entry_id}.html", token=tokens[reader]
+            ).status
             assert status == (200 if scope in readable else 404), (reader, entry_id)
