@@ -170,7 +170,10 @@ def test_no_reply_holds_what_its_reader_may_not_see(world, data):
             assert not MARKER.search(got.text) and not any(i in got.text for i in ids)
             continue
         assert got.status in (200, 404), (caller, action, got.status, got.text[:200])
-        assert leaks(got.text, caller, ids) == [], (caller, action)
+        text = got.text
+        if action[0] == "tool" and action[1] == "wiki_show":  # the error names the id it was given
+            text = text.replace(action[2]["id"], "ID")
+        assert leaks(text, caller, ids) == [], (caller, action)
         if action[0] == "tool" and action[1] == "wiki_show":
             target = action[2]["id"]
             visible = ids.get(target) in READS[caller]

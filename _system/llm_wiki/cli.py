@@ -1929,8 +1929,8 @@ def token_add(
 
     Example usage:
 
-        llm-wiki token add alice
-        llm-wiki token add alice --rotate --json
+        llm-wiki token add bob
+        llm-wiki token add bob --rotate --json
     """
     issued = _session(wiki_path, reader).add_token(name, rotate=rotate)
     if as_json:
@@ -1975,7 +1975,7 @@ def token_revoke(who: str, as_json: bool, wiki_path: str | None, reader: str | N
 
     Example usage:
 
-        llm-wiki token revoke alice
+        llm-wiki token revoke bob
     """
     gone = _session(wiki_path, reader).revoke_token(who)
     if as_json:
