@@ -56,6 +56,7 @@ HOST = "127.0.0.1"
 PORT = 8765
 MAX_BODY = 1_000_000  # bytes of one request body (an entry is far smaller)
 MAX_FORM = 16_000  # bytes of a browser form
+MAX_CONNECTIONS = 512  # open connections and requests at once
 COOKIE = "llm_wiki_session"
 SESSION_SECONDS = 12 * 3600
 MAX_SESSIONS = 10_000
@@ -792,6 +793,7 @@ def uvicorn_config(app: App, host: str, port: int) -> Any:
         forwarded_allow_ips="127.0.0.1",
         timeout_keep_alive=5,
         h11_max_incomplete_event_size=16_384,  # request line and headers: 16 KB at most
+        limit_concurrency=MAX_CONNECTIONS,  # beyond it: 503, so memory stays bounded
         lifespan="on",
     )
 
