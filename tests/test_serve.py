@@ -115,6 +115,8 @@ def test_the_sdk_client_over_http_gets_the_stdio_tools_and_acts_as_its_token(ser
     log = running.log_text()
     assert "alice POST /mcp tools/call wiki_write 200" in log
     assert tokens["alice"] not in log
+    used = Cli(path).json("token", "list")["tokens"]
+    assert [t["reader"] for t in used if t["last_used"]] == ["alice"]
     # bob, on the same server at the same time, sees none of it
     assert tool(running, tokens["bob"], "wiki_list")["entries"] == []
 
@@ -436,6 +438,7 @@ def test_the_access_log_names_readers_never_tokens_nor_query_strings(served):
     token = tokens["alice"]
     request(running, "GET", f"/?token={token}", token=token)
     request(running, "GET", f"/login?t={token}")
+    request(running, "GET", f"/{token}", token=token)  # pasted into the path
     _sign_in(running, token)
     rpc(running, token, "tools/list")
     log = running.log_text()

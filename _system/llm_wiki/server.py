@@ -27,6 +27,7 @@ import html
 import ipaddress
 import json
 import mimetypes
+import re
 import secrets
 import socket
 import sys
@@ -45,7 +46,7 @@ from llm_wiki.access import Viewer, disk_viewer, resolve_viewer, walls_on
 from llm_wiki.clock import stamp
 from llm_wiki.errors import WikiError
 from llm_wiki.session import Session
-from llm_wiki.tokens import Token, TokenStore
+from llm_wiki.tokens import PREFIX, Token, TokenStore
 from llm_wiki.wiki import TEMPLATES, Wiki
 
 Scope = dict[str, Any]
@@ -75,6 +76,7 @@ SECURITY_HEADERS = [
     (b"cross-origin-resource-policy", b"same-origin"),
 ]
 _OURS = {k for k, _ in SECURITY_HEADERS} | {b"server"}
+_TOKEN_RE = re.compile(re.escape(PREFIX) + r"[A-Za-z0-9_-]*")
 UNAUTHORIZED = (
     "401 Unauthorized: present a token (Authorization: Bearer TOKEN, or sign in at /login); "
     "the wiki's admin issues one with `llm-wiki token add READER`.\n"
@@ -343,8 +345,9 @@ class App:
         if self.log is None:
             return
         call = f" {note['call']}" if note["call"] else ""
+        path = _TOKEN_RE.sub("lwk_…", scope.get("path", ""))[:300]  # a token pasted into a URL
         line = (
-            f"{stamp()} {note['reader']} {scope.get('method', '-')} {scope.get('path', '')}"
+            f"{stamp()} {note['reader']} {scope.get('method', '-')} {path}"
             f"{call} {status or '-'} {seconds * 1000:.0f}ms\n"
         )
         try:
