@@ -494,16 +494,18 @@ def test_malformed_and_oversized_bodies_are_refused_with_a_clear_error(served):
     assert entry_files(path) == []
 
 
-def test_an_endless_body_is_cut_off_at_the_limit_without_reading_it(served):
+@pytest.mark.parametrize("who, status", [("alice", b"413"), (None, b"401")])
+def test_an_endless_body_is_cut_off_at_the_limit_without_reading_it(served, who, status):
+    """An endless body is answered long before its end: at the limit, or — without a token —
+    before any of it is read."""
     import socket
 
     path, tokens, running = served
+    auth = b"Authorization: Bearer " + tokens[who].encode() + b"\r\n" if who else b""
     with socket.create_connection(("127.0.0.1", running.port), timeout=20) as sock:
         sock.sendall(
             b"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nTransfer-Encoding: chunked\r\n"
-            b"Content-Type: application/json\r\nAuthorization: Bearer "
-            + tokens["alice"].encode()
-            + b"\r\n\r\n"
+            b"Content-Type: application/json\r\n" + auth + b"\r\n"
         )
         chunk = b"%x\r\n%s\r\n" % (65536, b"x" * 65536)
         sent = 0
@@ -524,7 +526,7 @@ def test_an_endless_body_is_cut_off_at_the_limit_without_reading_it(served):
         sock.settimeout(5)
         if not reply:
             reply = sock.recv(4096)
-    assert reply.startswith(b"HTTP/1.1 413"), reply[:100]
+    assert reply.startswith(b"HTTP/1.1 " + status), reply[:100]
     assert sent < 100 * 65536
 
 

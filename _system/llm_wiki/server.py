@@ -361,6 +361,16 @@ class App:
     ) -> None:
         path = scope.get("path", "")
         method = scope.get("method", "GET")
+        try:  # who is asking, from the headers alone: a stranger's body is never read
+            caller = await anyio.to_thread.run_sync(self._authenticate, scope, path == "/mcp")
+        except _Denied as exc:
+            await _text(send, exc.status, exc.text, extra=_www_authenticate(exc.status))
+            return
+        if caller is not None:
+            note["reader"] = caller.token.reader
+        elif path == "/mcp":
+            await _text(send, 401, UNAUTHORIZED, extra=_www_authenticate(401))
+            return
         limit = MAX_BODY if path == "/mcp" else MAX_FORM
         body = await _read_body(scope, receive, limit)
         if body is None:
@@ -369,17 +379,7 @@ class App:
             await _text(send, 413, f"413: the request body is over {limit} bytes; send less.\n")
             return
         replay = _replay(body, receive)
-        try:
-            caller = await anyio.to_thread.run_sync(self._authenticate, scope, path == "/mcp")
-        except _Denied as exc:
-            await _text(send, exc.status, exc.text, extra=_www_authenticate(exc.status))
-            return
-        if caller is not None:
-            note["reader"] = caller.token.reader
-        if path == "/mcp":
-            if caller is None:
-                await _text(send, 401, UNAUTHORIZED, extra=_www_authenticate(401))
-                return
+        if path == "/mcp" and caller is not None:
             note["call"] = _mcp_call(body)
             scope = {**scope, "llm_wiki.caller": caller}
             await self._mcp_app(scope, replay, send)
