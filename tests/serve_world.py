@@ -67,7 +67,8 @@ class Running:
 
     def log_text(self) -> str:
         if self.process is not None:
-            return ""
+            self.log.seek(0)
+            return self.log.read().decode()
         return self.log.getvalue()
 
 
@@ -108,11 +109,13 @@ def free_port() -> int:
 def start_process(wiki_path: Path, port: int | None = None, **env: str) -> Running:
     """``llm-wiki serve`` as a real process (for SIGKILL); returns once it answers."""
     port = port or free_port()
+    # the access log goes to a file: a pipe nobody reads would fill and stop the server
+    log = open(wiki_path.parent / f"serve-{port}.log", "w+b")  # noqa: SIM115 - the process keeps it
     process = subprocess.Popen(
         [sys.executable, "-m", "llm_wiki", "serve", "--wiki", str(wiki_path), "--port", str(port)],
         env=subprocess_env(**env),
         stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
+        stderr=log,
     )
     deadline = time.monotonic() + 60
     while True:
@@ -121,20 +124,24 @@ def start_process(wiki_path: Path, port: int | None = None, **env: str) -> Runni
                 break
         except OSError:
             if process.poll() is not None or time.monotonic() > deadline:
-                raise AssertionError(process.stderr.read().decode()) from None
+                log.seek(0)
+                raise AssertionError(log.read().decode()) from None
             time.sleep(0.05)
-    return Running(url=f"http://127.0.0.1:{port}/", port=port, process=process)
+    return Running(url=f"http://127.0.0.1:{port}/", port=port, process=process, log=log)
 
 
 def stop_process(running: Running, sig: int = signal.SIGTERM) -> str:
     assert running.process is not None
     running.process.send_signal(sig)
     try:
-        _, err = running.process.communicate(timeout=30)
+        running.process.wait(timeout=30)
     except subprocess.TimeoutExpired:
         running.process.kill()
-        _, err = running.process.communicate()
-    return err.decode()
+        running.process.wait()
+    running.log.seek(0)
+    text = running.log.read().decode()
+    running.log.close()
+    return text
 
 
 # --------------------------------------------------------------------------- plain HTTP
