@@ -172,8 +172,8 @@ def examples():
 
 # Examples that need what a test must not touch: an API key or `claude` (the backends are
 # tested against a loopback server and a fake `claude`), the OS's service manager, a git
-# remote, a stdio client (mcp), or a server that runs until Ctrl-C (site --serve). Each is
-# exercised in its own test file.
+# remote, a stdio client (mcp), or a server that runs until Ctrl-C (site --serve, serve). Each
+# is exercised in its own test file (serve: tests/test_serve.py).
 NOT_RUN = (
     "--serve",
     "anthropic",
@@ -182,6 +182,7 @@ NOT_RUN = (
     "--with-llm",
     "llm-wiki ingest",
     "llm-wiki mcp",
+    "llm-wiki serve",
     "llm-wiki sync",
     "llm-wiki schedule install",
     "llm-wiki schedule uninstall",

@@ -142,6 +142,13 @@ COMMANDS = [
         {"platform", "dest", "removed", "commands"},
     ),
     (
+        "token add",
+        lambda w: ["token", "add", "alice"],
+        {"token", "id", "reader", "created", "last_used"},
+    ),
+    ("token list", lambda w: ["token", "list"], {"tokens"}),
+    ("token revoke", lambda w: ["token", "revoke", "alice"], {"revoked"}),
+    (
         "skills install",
         lambda w: ["skills", "install", "--dest", w["skills"]],
         {"dest", "skills", "files"},

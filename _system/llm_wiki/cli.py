@@ -1848,6 +1848,143 @@ def wiki_mcp(wiki_path: str | None, reader: str | None) -> None:
     serve(_session(wiki_path, reader))
 
 
+@cli.command(name="serve")
+@click.option(
+    "--host",
+    default="127.0.0.1",
+    show_default=True,
+    metavar="ADDRESS",
+    help="Where to listen; any address but loopback needs walls (access.yaml) and tokens.",
+)
+@click.option(
+    "--port",
+    type=click.IntRange(0, 65535),
+    default=8765,
+    show_default=True,
+    help="0: any free one.",
+)
+@click.option(
+    "--allow-host",
+    "allow_hosts",
+    multiple=True,
+    metavar="NAME",
+    help="A Host name a TLS reverse proxy passes on (repeatable), e.g. wiki.example.com.",
+)
+@_wiki_options
+def wiki_serve(
+    host: str, port: int, allow_hosts: tuple[str, ...], wiki_path: str | None, reader: str | None
+) -> None:
+    """Serve the team: MCP over HTTP at /mcp, the site and sign-in, one token per reader.
+
+    Every request proves its reader with a token (`llm-wiki token add`): MCP clients send it as
+    `Authorization: Bearer TOKEN`, a browser signs in at /login. Each reader sees only what
+    access.yaml lets it read; revoking a token or editing access.yaml holds on the next request.
+    The access log (stderr) names readers, never tokens. Runs until Ctrl-C.
+
+    Example usage:
+
+    \b
+        llm-wiki serve
+        llm-wiki serve --port 9000
+        claude mcp add --transport http llm-wiki http://127.0.0.1:8765/mcp --header "Authorization: Bearer $TOKEN"
+    """
+    from llm_wiki.server import serve  # deferred: the MCP SDK and uvicorn
+
+    serve(
+        _session(wiki_path, reader),
+        host=host,
+        port=port,
+        allow_hosts=allow_hosts,
+        on_start=lambda url: click.echo(
+            f"Serving {url} (MCP at {url}mcp, sign in at {url}login; Ctrl-C to stop)", err=True
+        ),
+    )
+
+
+@cli.group(name="token", cls=_Group)
+def token_group() -> None:
+    """Tokens for `llm-wiki serve`, one per reader: add, list, revoke.
+
+    The wiki keeps only each token's hash (access-tokens.json beside access.yaml, mode 0600).
+
+    Example usage:
+
+        llm-wiki token add alice
+        llm-wiki token list
+        llm-wiki token revoke alice
+    """
+
+
+@token_group.command(name="add")
+@click.argument("name", metavar="READER")
+@click.option("--rotate", is_flag=True, help="Replace the token the reader has.")
+@_json_option
+@_wiki_options
+def token_add(
+    name: str, rotate: bool, as_json: bool, wiki_path: str | None, reader: str | None
+) -> None:
+    """Issue a token for READER and print it once (it cannot be shown again).
+
+    Under walls READER must be in access.yaml. Run it without --as, or as an admin.
+
+    Example usage:
+
+        llm-wiki token add bob
+        llm-wiki token add bob --rotate --json
+    """
+    issued = _session(wiki_path, reader).add_token(name, rotate=rotate)
+    if as_json:
+        _print_json(issued.to_dict())
+        return
+    click.echo(issued.token)
+    click.echo(
+        f"Token {issued.record.id} for {issued.record.reader}: shown once, keep it secret "
+        "(MCP: Authorization: Bearer TOKEN; a browser: /login).",
+        err=True,
+    )
+
+
+@token_group.command(name="list")
+@_json_option
+@_wiki_options
+def token_list(as_json: bool, wiki_path: str | None, reader: str | None) -> None:
+    """The tokens issued: reader, id, when created and when last used (never a token).
+
+    Example usage:
+
+        llm-wiki token list
+    """
+    tokens = _session(wiki_path, reader).tokens()
+    if as_json:
+        _print_json({"tokens": [t.to_dict() for t in tokens]})
+        return
+    for t in tokens:
+        click.echo(
+            f"{t.reader:<16} {t.id}  created {t.created}  last used {t.last_used or 'never'}"
+        )
+    if not tokens:
+        click.echo("No tokens yet; issue one with `llm-wiki token add READER`.")
+
+
+@token_group.command(name="revoke")
+@click.argument("who", metavar="READER|ID")
+@_json_option
+@_wiki_options
+def token_revoke(who: str, as_json: bool, wiki_path: str | None, reader: str | None) -> None:
+    """Revoke a reader's token (or the token with that id); the server refuses it at once.
+
+    Example usage:
+
+        llm-wiki token revoke bob
+    """
+    gone = _session(wiki_path, reader).revoke_token(who)
+    if as_json:
+        _print_json({"revoked": [t.to_dict() for t in gone]})
+        return
+    for t in gone:
+        click.echo(f"Revoked token {t.id} of {t.reader}.")
+
+
 def main() -> None:
     cli(prog_name="llm-wiki")
 

@@ -56,6 +56,7 @@ if TYPE_CHECKING:
     from llm_wiki.site import SiteResult
     from llm_wiki.stats import Stats
     from llm_wiki.sync import SyncResult
+    from llm_wiki.tokens import Issued, Token
     from llm_wiki.verify import VerifyResult
     from llm_wiki.write import WriteResult
 
@@ -494,6 +495,31 @@ class Session:
 
         self._disk("sync")
         return sync_wiki(self.wiki, remote=remote, push=push)
+
+    # ------------------------------------------------------------------ the team server
+
+    def add_token(self, reader: str, *, rotate: bool = False) -> Issued:
+        """A new token for ``reader`` (shown once; the wiki keeps its hash). One per reader:
+        ``rotate`` replaces the one it has. Under walls the reader must be in access.yaml."""
+        from llm_wiki.tokens import add_token  # deferred: start-up
+
+        self._disk("token add")
+        return add_token(self.wiki, reader, rotate=rotate)
+
+    def tokens(self) -> Sequence[Token]:
+        """The tokens issued: reader, id, created and last used (never the token)."""
+        from llm_wiki.tokens import list_tokens  # deferred: start-up
+
+        self._disk("token list")
+        return list_tokens(self.wiki)
+
+    def revoke_token(self, who: str) -> Sequence[Token]:
+        """Revoke the token of reader ``who`` (or with id ``who``); it is refused from the next
+        request on."""
+        from llm_wiki.tokens import revoke_token  # deferred: start-up
+
+        self._disk("token revoke")
+        return revoke_token(self.wiki, who)
 
 
 def _alternative(value: Alternative | Mapping[str, str] | str) -> Any:
