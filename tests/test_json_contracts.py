@@ -78,7 +78,8 @@ COMMANDS = [
         "query",
         lambda w: ["query", "Which database holds the ledger?"],
         {"answer", "cited", "opened", "mode", "backend", "backend_source", "model"}
-        | {"tokens_in", "tokens_out"},
+        | {"tokens_in", "tokens_out", "picked_by", "llm_answer_rejected", "llm_outcome"}
+        | {"budget"},
     ),
     (
         "eval",
@@ -252,7 +253,8 @@ TOOLS = [
         "wiki_query",
         {"question": "Which database holds the ledger?"},
         {"answer", "cited", "opened", "mode", "backend", "backend_source", "model"}
-        | {"tokens_in", "tokens_out"},
+        | {"tokens_in", "tokens_out", "picked_by", "llm_answer_rejected", "llm_outcome"}
+        | {"budget"},
     ),
     ("wiki_show", {"id": "FIRST"}, ENTRY | {"body", "body_truncated"}),
     ("wiki_list", {}, {"total", "offset", "entries", "next_cursor"}),

@@ -1060,10 +1060,26 @@ def wiki_query(
         _print_json(answer.to_dict())
     else:
         _print_answer(answer)
+    if answer.llm_all_failed:
+        sys.exit(1)  # printed what it could; no reply of the LLM's was usable
+
+
+PICKED_BY = {
+    "llm": "the LLM",
+    "ranker": "the ranker",
+    "none": "nothing (no entry was opened)",
+}
 
 
 def _print_answer(answer: Any) -> None:
     click.echo(answer.answer)
+    if answer.backend != "offline" or answer.picked_by != "ranker":
+        note = PICKED_BY.get(answer.picked_by, answer.picked_by)
+        if answer.picked_by == "ranker" and answer.backend != "offline":
+            note += " (the LLM's pick was not usable)"
+        click.echo(f"\nPicked by: {note}.")
+    if answer.rejected:
+        click.echo(f"The LLM's answer was not used: {answer.rejected}.")
     if answer.flagged:
         click.echo(
             "\nWarning: cited but not among the opened entries (unchecked): "
