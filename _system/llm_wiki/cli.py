@@ -813,6 +813,12 @@ def wiki_consolidate(
         _print_consolidate(result, dry_run)
     if result.error:
         raise WikiError(f"{result.error}; the domains left wait for the next run.")
+    if result.llm_all_failed:
+        raise WikiError(
+            f"every domain the LLM worked on failed ({_n(result.count('failed'), 'domain')}, "
+            f"{result.llm_failed} of {result.llm_ok + result.llm_failed} LLM replies unusable; "
+            "recorded in synthesis-failures.md); try a larger model, or --backend offline."
+        )
 
 
 def _print_consolidate(result: Any, dry_run: bool) -> None:
