@@ -36,7 +36,9 @@ ARCHIVE = {
     "archive", "archived", "finished", "skipped", "older_than_days", "cutoff", "dry_run",
     "bytes", "entry_bytes",
 }  # fmt: skip
-LINT = {"ok", "checked", "counts", "llm_calls", "backend", "backend_source", "findings"}
+LINT = {"ok", "checked", "counts", "llm_calls", "llm_outcome", "backend", "backend_source"} | {
+    "findings"
+}
 BRIEF = {
     "date", "days", "since", "until", "reader", "scopes", "counts", "new", "superseded",
     "superseded_total", "syntheses_replaced", "open_incidents", "open_incidents_total",
