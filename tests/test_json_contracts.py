@@ -52,7 +52,7 @@ IMPORT = {
 INGEST = {
     "source", "status", "raw", "sha256", "bytes", "kind", "scope", "lines", "previous",
     "ingested_at", "calls", "tokens_in", "tokens_out", "parts", "quotes_checked", "written",
-    "rejected", "backend", "backend_source",
+    "rejected", "backend", "backend_source", "llm_outcome", "limits",
 }  # fmt: skip
 SCHEDULE = ["--platform", "systemd", "--bin", BIN, "--python", sys.executable]
 

@@ -1310,6 +1310,13 @@ def wiki_ingest(
         _print_json(result.to_dict())
     else:
         _print_ingest(result)
+    if result.llm_all_failed:
+        click.echo(
+            f"Error: every entry the LLM proposed failed the checks ({len(result.rejected)} "
+            "rejected, none written); read the reasons above, or try a larger model.",
+            err=True,
+        )
+        sys.exit(1)
 
 
 def _print_inbox(batch: Any) -> None:
