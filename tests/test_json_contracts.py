@@ -43,6 +43,7 @@ BRIEF = {
     "date", "days", "since", "until", "reader", "scopes", "counts", "new", "superseded",
     "superseded_total", "syntheses_replaced", "open_incidents", "open_incidents_total",
     "decisions", "failures", "llm", "narrative", "error", "backend", "backend_source",
+    "llm_outcome",
 }  # fmt: skip
 IMPORT = {
     "folder", "repository", "domain", "dry_run", "found", "created", "imported", "updated",

@@ -1418,7 +1418,8 @@ def wiki_brief(
         else:
             for item in saved.saved:
                 click.echo(f"Wrote {item.path}")
-        errors = [s.briefing.error for s in saved.saved if s.briefing.error]
+        errors = [_brief_failure(s.briefing) for s in saved.saved]
+        errors = [e for e in errors if e]
     else:
         result = session.brief(days=days, backend=backend, model=model)
         text = (
@@ -1435,9 +1436,16 @@ def wiki_brief(
 
             atomic_write(Path(out).expanduser(), text)
             _note(f"Wrote {out}")
-        errors = [result.error] if result.error else []
+        errors = [e for e in [_brief_failure(result)] if e]
     if errors:
         raise WikiError(f"{errors[0]}; the briefing says so and has no narrative.")
+
+
+def _brief_failure(briefing: Any) -> str:
+    """Why the LLM's narrative could not be used ("" when it could, or was not asked for)."""
+    if briefing.error:
+        return str(briefing.error)
+    return str(briefing.narrative.note) if briefing.llm_all_failed else ""
 
 
 @cli.group(name="schedule", cls=_Group)
