@@ -339,3 +339,34 @@ def test_offline_and_write_never_load_the_openai_sdk(wiki_path):
     )
     assert "Use Postgres" in out.stdout
     assert out.stderr.strip().splitlines()[-1] == "[]"
+
+
+def test_stats_show_the_limits_and_the_call_log_the_budgets(cli, wiki_path, api):
+    import yaml
+
+    data = yaml.safe_load((wiki_path / "settings.yaml").read_text())
+    data.update(backend="openai", model="smollm2")
+    data["models"] = {"smollm2": {"context_window": 4096, "max_output": 512}}
+    (wiki_path / "settings.yaml").write_text(yaml.safe_dump(data))
+    written = cli.json(*write_args("Use Postgres for the ledger"))
+    api.reply(json.dumps({"ids": [written["id"]]}), tokens_in=100, tokens_out=10)
+    api.reply(f"The ledger is in Postgres [{written['id']}].", tokens_in=200, tokens_out=20)
+    out = cli.json("query", "Which database holds the ledger?")
+    assert out["budget"]["prompt_tokens"] == 4096 - 512 - 32
+    assert [r["body"]["max_tokens"] for r in api.requests] == [300, 512]
+    stats = cli.json("stats")["llm"]
+    assert stats["limits"] == {
+        "backend": "openai",
+        "model": "smollm2",
+        "context_window": 4096,
+        "max_output": 512,
+        "source": "settings",
+    }
+    model = stats["by_model"]["openai/smollm2"]
+    assert (model["calls"], model["context_window"], model["max_tokens"]) == (2, 4096, 512)
+    text = cli("stats").stdout
+    assert "openai/smollm2: 2 calls, 4,096-token window, replies up to 512 tokens" in text
+    assert (
+        "model limits (openai/smollm2, from settings): 4,096-token context window, replies up "
+        "to 512 tokens" in text
+    )

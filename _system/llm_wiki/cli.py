@@ -735,6 +735,20 @@ def _print_stats(stats: Any) -> None:
                     for k, v in groups.items()
                 )
             )
+        for name, v in llm.get("by_model", {}).items():
+            window = f"{v['context_window']:,}-token window" if v["context_window"] else "window ?"
+            click.echo(
+                f"    {name}: {v['calls']} calls, {window}, replies up to {v['max_tokens']:,} tokens"
+            )
+    limits = llm.get("limits")
+    if limits and "error" in limits:
+        click.echo(f"  model limits: {limits['error']}")
+    elif limits:
+        click.echo(
+            f"  model limits ({limits['backend']}/{limits['model']}, from {limits['source']}): "
+            f"{limits['context_window']:,}-token context window, replies up to "
+            f"{limits['max_output']:,} tokens"
+        )
 
 
 # ---- consolidate
