@@ -531,3 +531,25 @@ def test_parts_shrink_to_fit_a_small_context_window(cli, wiki_path, mock):
         assert estimate_tokens(prompt) + limits["reply_tokens"] <= 2560, purpose
     calls = read_calls(Wiki(wiki_path))
     assert {(c["max_tokens"], c["context_window"]) for c in calls} == {(768, 2560)}
+
+
+def test_inbox_counts_a_file_whose_every_proposal_failed_as_failed(cli, mock, tmp_path):
+    inbox = tmp_path / "inbox"
+    inbox.mkdir()
+    (inbox / "team-chat.txt").write_bytes(CHAT.read_bytes())
+    os.utime(inbox / "team-chat.txt", (1776178800, 1776178800))  # long quiet
+
+    def invented(prompt):
+        item = mock_ingest.proposals(prompt)[0]
+        item["summary"] = "Payouts take 45 minutes to settle"  # a number the chat never says
+        return item
+
+    mock.enqueue(one(invented))
+    result = cli("ingest", "--inbox", inbox, "--quiet-minutes", "0", "--backend", "mock", code=1)
+    assert "Failed: every entry the LLM proposed failed the checks." in result.stdout
+    mock.enqueue(one(invented))
+    (inbox / "team-chat.txt").write_bytes(CHAT.read_bytes() + DAY2.read_bytes())
+    os.utime(inbox / "team-chat.txt", (1776178800, 1776178800))
+    out = cli.json("ingest", "--inbox", inbox, "--quiet-minutes", "0", "--backend", "mock", code=1)
+    assert out["ok"] is False and out["llm_outcome"] == {"ok": 0, "failed": 1}
+    assert out["items"][0]["status"] == "failed"

@@ -105,7 +105,7 @@ COMMANDS = [
     (
         "ingest --inbox",
         lambda w: ["ingest", "--inbox", w["inbox"], "--quiet-minutes", "0", "--backend", "mock"],
-        {"folder", "quiet_minutes", "ok", "backend", "backend_source", "items"},
+        {"folder", "quiet_minutes", "ok", "backend", "backend_source", "llm_outcome", "items"},
     ),
     (
         "site",

@@ -1336,7 +1336,8 @@ def wiki_ingest(
 def _print_inbox(batch: Any) -> None:
     for item in batch.items:
         if item.result is not None:
-            click.echo(f"{item.name}: {_ingest_line(item.result)}")
+            failed = f" Failed: {item.detail}." if item.status == "failed" else ""
+            click.echo(f"{item.name}: {_ingest_line(item.result)}{failed}")
         else:
             click.echo(f"{item.name}: {item.status}" + (f" ({item.detail})" if item.detail else ""))
     click.echo(f"{_n(len(batch.items), 'file')} in {batch.folder}.")

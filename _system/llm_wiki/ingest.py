@@ -232,12 +232,17 @@ class InboxResult:
         return [i for i in self.items if i.status == "failed"]
 
     def to_dict(self) -> dict[str, Any]:
+        results = [i.result for i in self.items if i.result is not None]
         return {
             "folder": self.folder,
             "quiet_minutes": self.quiet_minutes,
             "ok": not self.failed,
             "backend": self.backend,
             "backend_source": self.backend_source or None,
+            "llm_outcome": {
+                "ok": sum(r.llm_ok for r in results),
+                "failed": sum(r.llm_failed for r in results),
+            },
             "items": [i.to_dict() for i in self.items],
         }
 
@@ -990,6 +995,10 @@ def ingest_inbox(
             raise
         except WikiError as exc:
             items.append(InboxItem(name, "failed", exc.message))
+            continue
+        if result.llm_all_failed:  # stored and logged, but nothing the LLM proposed passed
+            failed = "every entry the LLM proposed failed the checks"
+            items.append(InboxItem(name, "failed", failed, result))
             continue
         items.append(InboxItem(name, result.status, "", result))
     return InboxResult(str(root), quiet, tuple(items), backend=llm.name)
