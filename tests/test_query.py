@@ -331,6 +331,11 @@ def test_query_exits_1_when_no_reply_of_the_llm_was_usable(cli, mock, monkeypatc
     assert "The LLM's answer was not used: it cites no entry." in result.stdout
     assert "Extractive answer (the LLM's answer was not usable (it cites no entry)" in result.stdout
     assert "Traceback" not in result.stdout + result.stderr
+    assert result.stderr == (
+        "Error: no reply of the LLM's was usable (its pick named no entry it was shown; its "
+        "answer was not used: it cites no entry); the answer is extractive. Try a larger model, "
+        "or --backend offline.\n"
+    )
     mock.enqueue("nope", "")
     out = cli.json("query", "How often do keys rotate?", "--backend", "mock", code=1)
     assert out["mode"] == "extractive" and out["llm_outcome"] == {"ok": 0, "failed": 2}

@@ -1080,8 +1080,14 @@ def wiki_query(
         _print_json(answer.to_dict())
     else:
         _print_answer(answer)
-    if answer.llm_all_failed:
-        sys.exit(1)  # printed what it could; no reply of the LLM's was usable
+    if answer.llm_all_failed:  # printed what it could; no reply of the LLM's was usable
+        why = f"; its answer was not used: {answer.rejected}" if answer.rejected else ""
+        click.echo(
+            f"Error: no reply of the LLM's was usable (its pick named no entry it was shown{why}); "
+            "the answer is extractive. Try a larger model, or --backend offline.",
+            err=True,
+        )
+        sys.exit(1)
 
 
 PICKED_BY = {

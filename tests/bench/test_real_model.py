@@ -177,13 +177,12 @@ def cli(root: Path, extra: dict[str, str], *args: str) -> subprocess.CompletedPr
 
 QUESTIONS = [
     "Which database holds the ledger, and why?",
-    "How often do we rotate API keys?",
     "What is the capital of France?",  # nothing in the wiki answers it
 ]
 
 
 def run_path(path: str, root: Path, server: Server) -> dict:
-    """Every LLM-backed command once (query three times); what each did, as the user sees it."""
+    """Every LLM-backed command once (query twice); what each did, as the user sees it."""
     backend = "openai" if path == "openai" else "anthropic"
     if path == "openai":
         extra = {"OPENAI_BASE_URL": server.base + "/v1"}
