@@ -186,11 +186,11 @@ def test_timeout_fails_with_the_fix(wiki, api, monkeypatch):
 
     monkeypatch.setenv("LLM_WIKI_TIMEOUT", "0.3")
     monkeypatch.setenv("LLM_WIKI_MAX_RETRIES", "0")
-    api.script.append((200, {}, api.completion("late"), 1.5))
+    api.script.append((200, {}, api.completion("late"), 4))
     started = time.monotonic()
     with pytest.raises(BackendFailed) as info:
         call(wiki, backend(wiki), "q", purpose="t", scope="s")
-    assert time.monotonic() - started < 1.4
+    assert time.monotonic() - started < 3.5  # gave up long before the 4 s reply
     assert "did not answer within 0.3 s" in info.value.message
     assert "LLM_WIKI_TIMEOUT" in info.value.message
     assert read_calls(wiki)[-1]["ok"] is False
