@@ -187,6 +187,8 @@ def test_timeout_fails_with_the_fix(wiki, api, monkeypatch):
     monkeypatch.setenv("LLM_WIKI_TIMEOUT", "0.3")
     monkeypatch.setenv("LLM_WIKI_MAX_RETRIES", "0")
     api.script.append((200, {}, api.completion("late"), 4))
+    import openai  # noqa: F401 - loaded first: this times the request, not the SDK's import
+
     started = time.monotonic()
     with pytest.raises(BackendFailed) as info:
         call(wiki, backend(wiki), "q", purpose="t", scope="s")
