@@ -126,7 +126,7 @@ def test_failures_and_llm_calls_of_the_period(cli, wiki_path, week):
         }
     )
     MockBackend.enqueue(bad, bad)
-    cli("consolidate", "--domain", "ledger")
+    cli("consolidate", "--domain", "ledger", code=1)  # its one domain failed
     MockBackend.enqueue(mock_llm.respond)
     data = cli.json("brief")
     [failure] = data["failures"]
@@ -135,6 +135,7 @@ def test_failures_and_llm_calls_of_the_period(cli, wiki_path, week):
     assert data["llm"]["calls"] == 3  # two consolidate attempts, the narrative
     assert set(data["llm"]["by_purpose"]) == {"consolidate", "consolidate-repair", "brief"}
     assert data["narrative"]["status"] == "written"
+    assert data["llm_outcome"] == {"ok": 1, "failed": 0}
     old = cli.json(
         "brief", "--days", "1", env={"LLM_WIKI_NOW": "2026-06-01", "LLM_WIKI_BACKEND": "offline"}
     )
@@ -160,18 +161,21 @@ def test_a_narrative_that_fails_its_checks_is_dropped_and_said(cli, wiki_path, w
         {"statements": [{"text": "We moved to MySQL.", "cites": ["2026-05-01-mysql-0000"]}]}
     )
     MockBackend.enqueue(invented)
-    out = cli("brief").stdout
+    result = cli("brief", code=1)  # the narrative, its one LLM call, could not be used
+    out = result.stdout
     assert "We moved to MySQL" not in out
     assert "_Narrative dropped: it failed the citation checks (unknown-id:" in out
+    assert result.stderr.startswith("Error: narrative dropped: it failed the citation checks")
     wrong_number = json.dumps(
         {"statements": [{"text": "Reports took 90 seconds.", "cites": [week["partition"]]}]}
     )
     MockBackend.enqueue(wrong_number)
-    data = cli.json("brief")
+    data = cli.json("brief", code=1)
     assert data["narrative"]["status"] == "dropped" and data["narrative"]["statements"] == []
+    assert data["llm_outcome"] == {"ok": 0, "failed": 1}
     assert data["narrative"]["problems"][0]["kind"] == "unsupported-number"
     MockBackend.enqueue("Sure! Here is what changed.")
-    assert cli.json("brief")["narrative"]["note"].startswith(
+    assert cli.json("brief", code=1)["narrative"]["note"].startswith(
         "narrative dropped: the reply holds no JSON"
     )
 

@@ -250,9 +250,13 @@ def test_a_reply_still_bad_after_repair_is_recorded_never_published(
 ):
     bad = bad_replies(ledger, previous)[fault]
     MockBackend.enqueue(bad, bad)
-    result = cli("consolidate")
+    result = cli("consolidate", code=1)  # every domain it planned failed: not a success
     assert "failed    shared/ledger  " + EXPECTED_KIND[fault] in result.stdout
     assert "recorded in synthesis-failures.md" in result.stdout
+    assert result.stderr == (
+        "Error: every domain the LLM worked on failed (1 domain, 2 of 2 LLM replies unusable; "
+        "recorded in synthesis-failures.md); try a larger model, or --backend offline.\n"
+    )
     assert synthesis_ids(cli) == [previous]  # the previous synthesis stays current
     record = (wiki_path / "synthesis-failures.md").read_text()
     assert record.startswith("# Synthesis failures")
@@ -263,7 +267,8 @@ def test_a_reply_still_bad_after_repair_is_recorded_never_published(
     plan = cli.json("consolidate", "--dry-run")["domains"]
     assert [d["domain"] for d in plan] == ["ledger"]  # still out of date for the next night
     MockBackend.enqueue(bad, bad)
-    cli("consolidate")
+    out = cli.json("consolidate", code=1)
+    assert out["llm_outcome"] == {"ok": 0, "failed": 2}
     assert (wiki_path / "synthesis-failures.md").read_text().startswith(record)  # append-only
     assert record.count("## ") == 1
     assert (wiki_path / "synthesis-failures.md").read_text().count("## ") == 2
@@ -463,7 +468,7 @@ def test_a_large_domain_resumes_from_its_cached_chunks(cli, wiki_path, big_domai
     MockBackend.reset()
     bad = json.dumps({"statements": [{"text": "Adopt practice 99.", "cites": [big_domain[0]]}]})
     MockBackend.enqueue(good, bad, bad)  # the next chunk invents a number, twice
-    out = cli.json("consolidate")["domains"][0]
+    out = cli.json("consolidate", code=1)["domains"][0]  # its one domain failed
     assert out["status"] == "failed" and out["cached_chunks"] == 3
     assert out["problems"][0]["kind"] in ("unsupported-number", "unknown-id")
     assert purposes() == ["consolidate-chunk", "consolidate-chunk", "consolidate-repair"]
@@ -562,7 +567,49 @@ def test_under_walls_each_scope_is_consolidated_apart(cli, wiki_path, monkeypatc
     MockBackend.reset()
     bad = reply([{"text": "Refuse it.", "cites": ["2026-01-01-made-up-0000"]}])
     MockBackend.enqueue(bad, bad)
-    cli.json("consolidate", "--as", "root")
+    cli.json("consolidate", "--as", "root", code=1)
     assert not (wiki_path / "synthesis-failures.md").exists()
     record = (wiki_path / "synthesis-failures" / "matter-beta.md").read_text()
     assert "matter-beta/contracts" in record and "acme" not in record.lower()
+
+
+def test_chunks_shrink_to_fit_a_small_context_window(cli, wiki_path, big_domain):
+    """chunk_tokens 6000 is the setting; a 4,096-token model gets chunks that fit it, and every
+    prompt plus its reply fits the window. At 2,048 tokens the notes of 40 entries no longer fit
+    one combining prompt: that domain fails, recorded, and nothing is sent that cannot fit."""
+    from llm_wiki.backends import estimate_tokens, read_calls
+    from llm_wiki.wiki import Wiki
+
+    path = wiki_path / "settings.yaml"
+    data = yaml.safe_load(path.read_text())
+    data["consolidate"]["chunk_tokens"] = 6000
+    data["models"] = {"mock-1": {"context_window": 4096, "max_output": 512}}
+    path.write_text(yaml.safe_dump(data))
+    MockBackend.enqueue(*[good] * 100)
+    out = cli.json("consolidate")
+    limits = out["limits"]
+    assert (limits["context_window"], limits["max_output"], limits["source"]) == (
+        4096, 512, "settings",
+    )  # fmt: skip
+    assert limits["chunk_tokens"] < 3000 and limits["reply_tokens"]["final"] == 512
+    (domain,) = out["domains"]
+    assert domain["status"] == "written" and domain["chunks"] > 1, domain["reason"]
+    assert out["llm_outcome"] == {"ok": domain["calls"], "failed": 0}
+    calls = read_calls(Wiki(wiki_path))
+    assert calls and all(c["max_tokens"] <= 512 and c["context_window"] == 4096 for c in calls)
+    for purpose, prompt in MockBackend.history:
+        assert estimate_tokens(prompt) + 512 <= 4096, purpose
+
+    data["models"]["mock-1"]["context_window"] = 2048
+    path.write_text(yaml.safe_dump(data))
+    MockBackend.reset()
+    MockBackend.enqueue(*[good] * 100)
+    out = cli.json("consolidate", "--all", code=1)
+    (domain,) = out["domains"]
+    assert domain["status"] == "failed" and domain["reason"].startswith(
+        "too-long: the consolidate-combine prompt"
+    )
+    assert "2048-token context window of mock-1" in domain["reason"]
+    assert "too-long" in (wiki_path / "synthesis-failures.md").read_text()
+    for purpose, prompt in MockBackend.history:
+        assert estimate_tokens(prompt) + 512 <= 2048, purpose

@@ -30,17 +30,20 @@ ENTRY = {
 INDEX = {"entries", "parsed", "removed", "written", "stale", "problems"}
 CONSOLIDATE = {
     "backend", "backend_source", "model", "method", "dry_run", "budget", "calls", "tokens",
-    "up_to_date", "error", "domains",
+    "up_to_date", "error", "llm_outcome", "limits", "domains",
 }  # fmt: skip
 ARCHIVE = {
     "archive", "archived", "finished", "skipped", "older_than_days", "cutoff", "dry_run",
     "bytes", "entry_bytes",
 }  # fmt: skip
-LINT = {"ok", "checked", "counts", "llm_calls", "backend", "backend_source", "findings"}
+LINT = {"ok", "checked", "counts", "llm_calls", "llm_outcome", "backend", "backend_source"} | {
+    "findings"
+}
 BRIEF = {
     "date", "days", "since", "until", "reader", "scopes", "counts", "new", "superseded",
     "superseded_total", "syntheses_replaced", "open_incidents", "open_incidents_total",
     "decisions", "failures", "llm", "narrative", "error", "backend", "backend_source",
+    "llm_outcome",
 }  # fmt: skip
 IMPORT = {
     "folder", "repository", "domain", "dry_run", "found", "created", "imported", "updated",
@@ -50,7 +53,7 @@ IMPORT = {
 INGEST = {
     "source", "status", "raw", "sha256", "bytes", "kind", "scope", "lines", "previous",
     "ingested_at", "calls", "tokens_in", "tokens_out", "parts", "quotes_checked", "written",
-    "rejected", "backend", "backend_source",
+    "rejected", "backend", "backend_source", "llm_outcome", "limits",
 }  # fmt: skip
 SCHEDULE = ["--platform", "systemd", "--bin", BIN, "--python", sys.executable]
 
@@ -78,7 +81,8 @@ COMMANDS = [
         "query",
         lambda w: ["query", "Which database holds the ledger?"],
         {"answer", "cited", "opened", "mode", "backend", "backend_source", "model"}
-        | {"tokens_in", "tokens_out"},
+        | {"tokens_in", "tokens_out", "picked_by", "llm_answer_rejected", "llm_outcome"}
+        | {"budget"},
     ),
     (
         "eval",
@@ -101,7 +105,7 @@ COMMANDS = [
     (
         "ingest --inbox",
         lambda w: ["ingest", "--inbox", w["inbox"], "--quiet-minutes", "0", "--backend", "mock"],
-        {"folder", "quiet_minutes", "ok", "backend", "backend_source", "items"},
+        {"folder", "quiet_minutes", "ok", "backend", "backend_source", "llm_outcome", "items"},
     ),
     (
         "site",
@@ -259,7 +263,8 @@ TOOLS = [
         "wiki_query",
         {"question": "Which database holds the ledger?"},
         {"answer", "cited", "opened", "mode", "backend", "backend_source", "model"}
-        | {"tokens_in", "tokens_out"},
+        | {"tokens_in", "tokens_out", "picked_by", "llm_answer_rejected", "llm_outcome"}
+        | {"budget"},
     ),
     ("wiki_show", {"id": "FIRST"}, ENTRY | {"body", "body_truncated"}),
     ("wiki_list", {}, {"total", "offset", "entries", "next_cursor"}),

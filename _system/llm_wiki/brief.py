@@ -180,6 +180,19 @@ class Briefing:
     backend: str = ""  # the backend asked for the narrative (offline: none is written)
     backend_source: str = ""  # where its name came from (set by the Session)
 
+    @property
+    def llm_outcome(self) -> dict[str, int]:
+        """The narrative's call: ok when written, failed when the call failed or its reply was
+        dropped; no call, no count."""
+        asked = self.error is not None or self.narrative.status in ("written", "dropped")
+        ok = int(self.narrative.status == "written")
+        return {"ok": ok, "failed": int(asked and not ok)}
+
+    @property
+    def llm_all_failed(self) -> bool:
+        """The LLM was asked for the narrative and it could not be used (the command exits 1)."""
+        return self.llm_outcome["failed"] > 0
+
     def to_dict(self) -> dict[str, Any]:
         return {
             "date": self.date,
@@ -202,6 +215,7 @@ class Briefing:
             "error": self.error,
             "backend": self.backend,
             "backend_source": self.backend_source or None,
+            "llm_outcome": self.llm_outcome,
         }
 
     def markdown(self) -> str:
@@ -373,6 +387,9 @@ def _narrative(
         return Narrative("none", note="no narrative: nothing new was recorded"), None
 
     budget = int(wiki.settings.get("brief.narrative_budget_tokens", NARRATIVE_BUDGET))
+    room = backends.limits(wiki, llm).prompt_room(NARRATIVE_MAX_TOKENS)
+    room -= backends.estimate_tokens(render_prompt("brief_system.j2")) + 200  # the template
+    budget = max(200, min(budget, room))  # within the model's context window
     blocks: list[str] = []
     evidence: dict[str, Evidence] = {}
     used = 0

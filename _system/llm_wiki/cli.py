@@ -735,6 +735,20 @@ def _print_stats(stats: Any) -> None:
                     for k, v in groups.items()
                 )
             )
+        for name, v in llm.get("by_model", {}).items():
+            window = f"{v['context_window']:,}-token window" if v["context_window"] else "window ?"
+            click.echo(
+                f"    {name}: {v['calls']} calls, {window}, replies up to {v['max_tokens']:,} tokens"
+            )
+    limits = llm.get("limits")
+    if limits and "error" in limits:
+        click.echo(f"  model limits: {limits['error']}")
+    elif limits:
+        click.echo(
+            f"  model limits ({limits['backend']}/{limits['model']}, from {limits['source']}): "
+            f"{limits['context_window']:,}-token context window, replies up to "
+            f"{limits['max_output']:,} tokens"
+        )
 
 
 # ---- consolidate
@@ -813,6 +827,12 @@ def wiki_consolidate(
         _print_consolidate(result, dry_run)
     if result.error:
         raise WikiError(f"{result.error}; the domains left wait for the next run.")
+    if result.llm_all_failed:
+        raise WikiError(
+            f"every domain the LLM worked on failed ({_n(result.count('failed'), 'domain')}, "
+            f"{result.llm_failed} of {result.llm_ok + result.llm_failed} LLM replies unusable; "
+            "recorded in synthesis-failures.md); try a larger model, or --backend offline."
+        )
 
 
 def _print_consolidate(result: Any, dry_run: bool) -> None:
@@ -1060,10 +1080,32 @@ def wiki_query(
         _print_json(answer.to_dict())
     else:
         _print_answer(answer)
+    if answer.llm_all_failed:  # printed what it could; no reply of the LLM's was usable
+        why = f"; its answer was not used: {answer.rejected}" if answer.rejected else ""
+        click.echo(
+            f"Error: no reply of the LLM's was usable (its pick named no entry it was shown{why}); "
+            "the answer is extractive. Try a larger model, or --backend offline.",
+            err=True,
+        )
+        sys.exit(1)
+
+
+PICKED_BY = {
+    "llm": "the LLM",
+    "ranker": "the ranker",
+    "none": "nothing (no entry was opened)",
+}
 
 
 def _print_answer(answer: Any) -> None:
     click.echo(answer.answer)
+    if answer.backend != "offline" or answer.picked_by != "ranker":
+        note = PICKED_BY.get(answer.picked_by, answer.picked_by)
+        if answer.picked_by == "ranker" and answer.backend != "offline":
+            note += " (the LLM's pick was not usable)"
+        click.echo(f"\nPicked by: {note}.")
+    if answer.rejected:
+        click.echo(f"The LLM's answer was not used: {answer.rejected}.")
     if answer.flagged:
         click.echo(
             "\nWarning: cited but not among the opened entries (unchecked): "
@@ -1288,12 +1330,20 @@ def wiki_ingest(
         _print_json(result.to_dict())
     else:
         _print_ingest(result)
+    if result.llm_all_failed:
+        click.echo(
+            f"Error: every entry the LLM proposed failed the checks ({len(result.rejected)} "
+            "rejected, none written); read the reasons above, or try a larger model.",
+            err=True,
+        )
+        sys.exit(1)
 
 
 def _print_inbox(batch: Any) -> None:
     for item in batch.items:
         if item.result is not None:
-            click.echo(f"{item.name}: {_ingest_line(item.result)}")
+            failed = f" Failed: {item.detail}." if item.status == "failed" else ""
+            click.echo(f"{item.name}: {_ingest_line(item.result)}{failed}")
         else:
             click.echo(f"{item.name}: {item.status}" + (f" ({item.detail})" if item.detail else ""))
     click.echo(f"{_n(len(batch.items), 'file')} in {batch.folder}.")
@@ -1389,7 +1439,8 @@ def wiki_brief(
         else:
             for item in saved.saved:
                 click.echo(f"Wrote {item.path}")
-        errors = [s.briefing.error for s in saved.saved if s.briefing.error]
+        errors = [_brief_failure(s.briefing) for s in saved.saved]
+        errors = [e for e in errors if e]
     else:
         result = session.brief(days=days, backend=backend, model=model)
         text = (
@@ -1406,9 +1457,16 @@ def wiki_brief(
 
             atomic_write(Path(out).expanduser(), text)
             _note(f"Wrote {out}")
-        errors = [result.error] if result.error else []
+        errors = [e for e in [_brief_failure(result)] if e]
     if errors:
         raise WikiError(f"{errors[0]}; the briefing says so and has no narrative.")
+
+
+def _brief_failure(briefing: Any) -> str:
+    """Why the LLM's narrative could not be used ("" when it could, or was not asked for)."""
+    if briefing.error:
+        return str(briefing.error)
+    return str(briefing.narrative.note) if briefing.llm_all_failed else ""
 
 
 @cli.group(name="schedule", cls=_Group)

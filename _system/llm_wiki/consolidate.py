@@ -19,6 +19,11 @@ budget (``--max-calls``, ``--max-tokens``):
 - a passing synthesis is written through :func:`write.write_entry` as ``type: synthesis``,
   ``origin: consolidated``, citing its sources and superseding the previous synthesis.
 
+The chunk size and the previous synthesis shown as context shrink to fit the model's context
+window after its reply (:func:`llm_wiki.backends.limits`); a prompt that still does not fit (a
+repair quoting a long reply) fails that domain, recorded, without stopping the run. The result
+counts the calls whose reply passed the checks (``llm_outcome``).
+
 How a large domain is cut into chunks, and how their notes are cached: :mod:`llm_wiki.chunking`.
 """
 
@@ -61,6 +66,7 @@ FINGERPRINT_FIELD = "input_fingerprint"
 SKIP_OP = "consolidate-skip"
 PREVIOUS_CHARS = 4000  # of the previous synthesis shown as context
 MAX_NOTES = 12  # statements per chunk
+TEMPLATE_TOKENS = 300  # the prompt templates' own words, around the entries
 OUT_TOKENS = {"final": 4096, "chunk": 2048, "verify": 1024}
 DEFAULTS = {
     "max_calls": 40,
@@ -229,9 +235,18 @@ class ConsolidateResult:
     up_to_date: int
     error: str | None = None  # the backend failed: the run stopped
     backend_source: str = ""  # where the backend's name came from (set by the Session)
+    llm_ok: int = 0  # LLM calls whose reply passed the checks
+    llm_failed: int = 0  # LLM calls that failed or whose reply did not pass
+    limits: dict[str, Any] = field(default_factory=dict)  # the model's limits and chunk size used
 
     def count(self, status: str) -> int:
         return sum(1 for d in self.domains if d.status == status)
+
+    @property
+    def llm_all_failed(self) -> bool:
+        """The LLM was asked and every domain it worked on failed (the command exits 1)."""
+        done = self.count("written") + self.count("skipped")
+        return self.method == "llm" and self.count("failed") > 0 and done == 0
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -245,6 +260,8 @@ class ConsolidateResult:
             "tokens": self.tokens,
             "up_to_date": self.up_to_date,
             "error": self.error,
+            "llm_outcome": {"ok": self.llm_ok, "failed": self.llm_failed},
+            "limits": self.limits,
             "domains": [d.to_dict() for d in self.domains],
         }
 
@@ -431,8 +448,28 @@ class _Run:
         self.dry_run = dry_run
         self.force = force
         self.chunk_tokens = max(200, int(settings["chunk_tokens"]))
+        self.previous_chars = PREVIOUS_CHARS
         self.system = render_prompt("consolidate_system.j2") if backend.is_llm else ""
         self.error: str | None = None  # set when the backend fails: the run stops
+        self.ok = self.failed = 0  # LLM calls whose reply passed / did not
+        self.limits: dict[str, Any] = {}
+        if backend.is_llm:
+            self._fit_to(backends.limits(wiki, backend))
+
+    def _fit_to(self, fit: backends.Limits) -> None:
+        """Shrink the chunk size and the previous synthesis's excerpt so that the largest prompt
+        (the final call: system, template, previous synthesis, entries) leaves room for its
+        reply in the model's context window."""
+        room = fit.prompt_room(OUT_TOKENS["final"]) - backends.estimate_tokens(self.system)
+        room -= TEMPLATE_TOKENS
+        self.previous_chars = min(PREVIOUS_CHARS, max(0, room // 4) * 3)  # a quarter at most
+        self.chunk_tokens = max(200, min(self.chunk_tokens, room - self.previous_chars // 3))
+        self.limits = {
+            **fit.to_dict(),
+            "chunk_tokens": self.chunk_tokens,
+            "previous_chars": self.previous_chars,
+            "reply_tokens": {k: fit.reply_tokens(v) for k, v in OUT_TOKENS.items()},
+        }
 
     # -- the whole run
     def execute(self, selection: _Selection) -> ConsolidateResult:
@@ -458,6 +495,9 @@ class _Run:
             domains=tuple(results),
             up_to_date=len(selection.up_to_date),
             error=self.error,
+            llm_ok=self.ok,
+            llm_failed=self.failed,
+            limits=self.limits,
         )
 
     def _result(
@@ -598,7 +638,7 @@ class _Run:
     def _synthesise(self, work: _Domain) -> Reply | None:
         ids = [e.id for e in work.entries]
         total = sum(backends.estimate_tokens(work.blocks[i]) for i in ids)
-        previous = _previous_text(work.previous)
+        previous = _previous_text(work.previous, self.previous_chars)
         if total <= self.chunk_tokens:
             work.tally.chunks = 1
             prompt = render_prompt(
@@ -688,14 +728,21 @@ class _Run:
         text = self._call(work, purpose, prompt, kind)
         reply, problems = self._judge(work, text, check, kind)
         if not problems:
+            self.ok += 1
             return reply
+        self.failed += 1
         repair = render_prompt(
             "consolidate_repair.j2", prompt=prompt, reply=text.strip(), problems=problems
         )
-        text = self._call(work, "consolidate-repair", repair, kind)
+        try:
+            text = self._call(work, "consolidate-repair", repair, kind)
+        except _Failed as exc:  # the repair does not fit the window: the first reasons stand
+            raise _Failed([*problems, *exc.problems], attempts=1) from None
         reply, problems = self._judge(work, text, check, kind)
         if problems:
+            self.failed += 1
             raise _Failed(problems, attempts=2)
+        self.ok += 1
         return reply
 
     def _judge(
@@ -727,6 +774,20 @@ class _Run:
         """One completion within the budget; transport faults are retried, then _BackendDown."""
         out = OUT_TOKENS[kind]
         cost = backends.estimate_tokens(self.system + prompt) + out
+        fit = backends.limits(self.wiki, self.backend)
+        if fit.context_window - (cost - out) - backends.PROMPT_MARGIN < backends.MIN_REPLY:
+            self.failed += 1  # never sent: counted as failed LLM work
+            raise _Failed(
+                [
+                    CitationProblem(
+                        "too-long",
+                        "",
+                        f"the {purpose} prompt (about {cost - out} tokens) does not fit the "
+                        f"{fit.context_window}-token context window of {self.backend.model}",
+                    )
+                ],
+                attempts=1,
+            )
         attempts = 1 + max(0, int(self.settings["retries"]))
         for attempt in range(1, attempts + 1):
             if not self.budget.fits(cost):
@@ -745,10 +806,12 @@ class _Run:
                 )
             except BackendUnavailable as exc:
                 self._spend(work, cost - out)
+                self.failed += 1
                 raise _BackendDown(exc.message) from None
             except BackendFailed as exc:
                 self._spend(work, cost - out)
                 if attempt == attempts:
+                    self.failed += 1
                     raise _BackendDown(f"{exc.message} (after {attempts} attempts)") from None
                 time.sleep(float(self.settings["retry_wait_seconds"]) * attempt)
                 continue
@@ -852,8 +915,10 @@ class _Run:
                         f"citations: {reason or 'no reason given'}",
                     )
                 )
+            self.ok += 1
             return problems
         except (ValueError, TypeError) as exc:
+            self.failed += 1
             return [
                 CitationProblem(
                     "unverified", "", f"the verifying call gave no usable verdict ({exc})"
@@ -915,11 +980,11 @@ def synthesis_body(reply: Reply, state: DomainState, method: str, backend: backe
     return "\n".join(lines)
 
 
-def _previous_text(previous: Entry | None) -> str:
-    if previous is None:
+def _previous_text(previous: Entry | None, limit: int = PREVIOUS_CHARS) -> str:
+    if previous is None or limit <= 0:
         return ""
     text = f"{previous.summary}\n\n{previous.body}".strip()
-    return text if len(text) <= PREVIOUS_CHARS else text[: PREVIOUS_CHARS - 1] + "…"
+    return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
 # --------------------------------------------------------------------------- replies

@@ -114,4 +114,20 @@ def wiki_stats(wiki: Wiki, viewer: Viewer) -> Stats:
 
     with read_catalog(wiki) as catalog:
         stats = entry_stats(wiki, catalog, viewer)
-    return dataclasses.replace(stats, extra={**stats.extra, "llm": llm_usage(wiki, viewer)})
+    llm = {**llm_usage(wiki, viewer), "limits": configured_limits(wiki)}
+    return dataclasses.replace(stats, extra={**stats.extra, "llm": llm})
+
+
+def configured_limits(wiki: Wiki) -> dict[str, Any] | None:
+    """The limits of the model this wiki's jobs would use (settings.yaml, ``LLM_WIKI_*``):
+    None offline; a one-line ``error`` when the settings name no usable backend or limits."""
+    import llm_wiki.backends as backends  # deferred: keeps `show` and `list` light
+
+    try:
+        backend, source = backends.resolve(wiki)
+        if not backend.is_llm:
+            return None
+        fit = backends.limits(wiki, backend)
+    except WikiError as exc:
+        return {"error": exc.message}
+    return {"backend": backend.name, "model": backend.model, **fit.to_dict()}

@@ -8,22 +8,31 @@ The flow (:func:`query`):
    tags, aliases, questions, domain and body, weighted by :data:`ranking.WEIGHTS`) keeps the best lines
    that fit. The pick prompt never exceeds the budget, whatever the archive's size.
 2. **Pick.** The LLM names at most k entries. Names that were not among the lines it was shown
-   are dropped; if none remain, the ranker's top k stand in. An explicit empty list means the LLM
-   found nothing relevant.
+   are dropped; if none remain, the ranker's top k stand in, and the answer says so
+   (``picked_by``: ``llm``, ``ranker``, or ``none`` when nothing was picked). An explicit empty
+   list means the LLM found nothing relevant.
 3. **Current state.** A picked entry that was superseded brings the entries that replaced it
    (following the chain to the newest), opened before it.
 4. **Open.** Each opened entry goes into the answer prompt up to a per-entry cap: frontmatter and
    summary whole, the body excerpted (paragraphs that share the question's words first), so the
    whole prompt respects the budget even with 1 MiB bodies.
-5. **Answer.** The LLM answers from the opened entries, citing ids; citations outside the opened
-   set are flagged (:mod:`llm_wiki.citations`), never silently kept. "NOTHING FOUND" from the
-   LLM, or offline a best match below :data:`ranking.NOTHING_BELOW`, makes the answer say so.
+5. **Answer.** The LLM answers from the opened entries, citing ids. It counts as the LLM's
+   answer (``mode: llm``) only when it cites opened entries, cites nothing else, and its
+   numbers, dates and quotes occur in what it cites (:mod:`llm_wiki.citations`); otherwise the
+   answer says the LLM's was not usable, and why, and gives the extractive answer instead.
+   "NOTHING FOUND" from the LLM, or offline a best match below :data:`ranking.NOTHING_BELOW`,
+   makes the answer say so.
 6. **File back** (optional, LLM backends only): a passing answer drawn from one scope becomes a
    ``type: synthesis, origin: answer`` entry whose sources are the cited entries.
 
 Offline (no key, no network) the ranker picks — its top k, leaving out any whose own coverage is
 under :data:`ranking.NOTHING_BELOW` — and the answer quotes the picked entries' summaries, saying it is
 extractive.
+
+**Budgets.** The prompt budget (``--budget``, settings ``query.budget_tokens``) shrinks to
+what the model's context window leaves after the answer's reply (:func:`budget_and_k`,
+:func:`llm_wiki.backends.limits`), so a 4k-context local model gets prompts that fit it. The
+answer reports the budgets it used (``budget``).
 
 The ranker (lexical ranking, the shortlist of lines, the stop words) is :mod:`llm_wiki.ranking`.
 """
@@ -39,9 +48,15 @@ from typing import Any
 
 from llm_wiki.access import Viewer, scope_field
 from llm_wiki.answers import Opened, compose
-from llm_wiki.backends import Backend, call, estimate_tokens, get_backend
+from llm_wiki.backends import Backend, call, estimate_tokens, get_backend, limits
 from llm_wiki.catalog import Catalog, Row, read_catalog
-from llm_wiki.citations import Statement, check_statements, evidence_from_entry, extract_cited
+from llm_wiki.citations import (
+    Statement,
+    check_facts,
+    check_statements,
+    evidence_from_entry,
+    extract_cited,
+)
 from llm_wiki.entries import Entry, dump_entry
 from llm_wiki.errors import InvalidInput, WikiError
 from llm_wiki.prompts import json_object, render_prompt
@@ -109,6 +124,9 @@ class Retrieval:
     pick_prompt_tokens: int
     tokens_in: int = 0
     tokens_out: int = 0
+    picked_by: str = "none"  # "llm" | "ranker" (offline, or the LLM's pick was unusable) | "none"
+    llm_ok: int = 0  # LLM calls whose reply was used
+    llm_failed: int = 0  # LLM calls whose reply was not usable
 
     @property
     def ranked_ids(self) -> list[str]:
@@ -118,7 +136,12 @@ class Retrieval:
         return ids
 
 
-def budget_and_k(wiki: Wiki, k: int | None, budget: int | None) -> tuple[int, int]:
+def budget_and_k(
+    wiki: Wiki, k: int | None, budget: int | None, backend: Backend | None = None
+) -> tuple[int, int]:
+    """k and the prompt budget: the flag, else settings, else the defaults; with an LLM
+    ``backend``, the budget shrinks to what its model's context window leaves after the
+    answer's reply."""
     k = int(k if k is not None else wiki.settings.get("query.k", DEFAULT_K))
     budget = int(
         budget if budget is not None else wiki.settings.get("query.budget_tokens", DEFAULT_BUDGET)
@@ -127,6 +150,15 @@ def budget_and_k(wiki: Wiki, k: int | None, budget: int | None) -> tuple[int, in
         raise InvalidInput(f"--k {k} is out of range; use 1 to {MAX_K}.")
     if budget < MIN_BUDGET:
         raise InvalidInput(f"--budget {budget} is too small; use at least {MIN_BUDGET} tokens.")
+    if backend is not None and backend.is_llm:
+        fit = limits(wiki, backend)
+        budget = fit.prompt_room(ANSWER_MAX_TOKENS, budget)
+        if budget < MIN_BUDGET:
+            raise InvalidInput(
+                f"the {fit.context_window}-token context window of {backend.model} leaves "
+                f"{budget} tokens for a query prompt; use a model with at least "
+                f"{MIN_BUDGET + fit.reply_tokens(ANSWER_MAX_TOKENS) + 64} tokens of context."
+            )
     return k, budget
 
 
@@ -192,6 +224,7 @@ def retrieve(
         assert prompt_tokens <= budget, (prompt_tokens, budget)
 
     tokens_in = tokens_out = 0
+    picked_by = "none"
     if backend.is_llm and not rows:
         return Retrieval(parsed, ranking, rows, prefiltered, total, (), (), True, prompt_tokens)
     if backend.is_llm:
@@ -210,10 +243,11 @@ def retrieve(
         if said_none:
             return Retrieval(
                 parsed, ranking, rows, prefiltered, total, (), (), True, prompt_tokens,
-                tokens_in, tokens_out,
+                tokens_in, tokens_out, "llm", 1, 0,
             )  # fmt: skip
         picks = [shown[i] for i in ids] or [r.row for r in ranking.items[:k]]
         nothing = not picks
+        picked_by = "none" if nothing else "llm" if ids else "ranker"
     else:
         nothing = ranking.nothing_found
         picks = [  # each quoted entry must answer the question on its own, as the best does
@@ -221,6 +255,7 @@ def retrieve(
             for r in ranking.items[:k]
             if r.via or ranker.coverage(parsed, r.row) >= NOTHING_BELOW
         ]
+        picked_by = "ranker" if picks and not nothing else "none"
     opened = () if nothing else tuple(_with_replacements(ranker, picks))
     return Retrieval(
         parsed,
@@ -234,6 +269,9 @@ def retrieve(
         prompt_tokens,
         tokens_in,
         tokens_out,
+        picked_by,
+        int(picked_by == "llm"),
+        int(backend.is_llm and picked_by != "llm"),
     )
 
 
@@ -308,10 +346,21 @@ class Answer:
     filed: str | None = None  # id of the synthesis entry written by --file-back
     filed_note: str = ""  # why an answer was not filed back
     backend_source: str = ""  # where the backend's name came from (set by the Session)
+    picked_by: str = "none"  # who picked the opened entries: "llm" | "ranker" | "none"
+    rejected: str = ""  # why the LLM's answer was not used (then the answer is extractive)
+    rejected_text: str = ""  # the LLM's answer that was not used
+    llm_ok: int = 0  # LLM calls whose reply was used
+    llm_failed: int = 0  # LLM calls whose reply was not usable
+    budget: dict[str, Any] = dataclasses.field(default_factory=dict)  # the budgets it used
 
     @property
     def flagged(self) -> list[str]:
         return [c.id for c in self.cited if c.source is None]
+
+    @property
+    def llm_all_failed(self) -> bool:
+        """The LLM was asked and none of its replies could be used (the command exits 1)."""
+        return self.llm_failed > 0 and self.llm_ok == 0
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -319,11 +368,17 @@ class Answer:
             "cited": [c.to_dict() for c in self.cited],
             "opened": [s.to_dict() for s in self.opened],
             "mode": self.mode,
+            "picked_by": self.picked_by,
+            "llm_answer_rejected": (
+                {"reason": self.rejected, "text": self.rejected_text} if self.rejected else None
+            ),
             "backend": self.backend,
             "backend_source": self.backend_source or None,
             "model": self.model,
             "tokens_in": self.tokens_in,
             "tokens_out": self.tokens_out,
+            "llm_outcome": {"ok": self.llm_ok, "failed": self.llm_failed},
+            "budget": self.budget,
         }
 
 
@@ -339,8 +394,8 @@ def query(
 ) -> Answer:
     """The whole flow for one question (see the module doc); ``backend``: the wiki's own
     (:func:`llm_wiki.backends.get_backend`) when None."""
-    k, budget = budget_and_k(wiki, k, budget)
     chosen = backend or get_backend(wiki)
+    k, budget = budget_and_k(wiki, k, budget, chosen)
     if file_back and not chosen.is_llm:
         raise InvalidInput(
             "--file-back needs an LLM backend (an extractive answer adds nothing); use "
@@ -362,6 +417,38 @@ def answer_retrieved(
 ) -> Answer:
     """Step 5 for a question already retrieved: nothing found, the extractive answer offline, or
     the LLM's (``eval`` scores it against gold sentences)."""
+    answer = _answer(wiki, viewer, got, chosen, budget, file_back)
+    used: dict[str, Any] = {"prompt_tokens": budget, "pick_prompt_tokens": got.pick_prompt_tokens}
+    if chosen.is_llm:
+        fit = limits(wiki, chosen)
+        used = {
+            **used,
+            "context_window": fit.context_window,
+            "max_output": fit.max_output,
+            "limits_from": fit.source,
+            "reply_tokens": {
+                "pick": fit.reply_tokens(PICK_MAX_TOKENS),
+                "answer": fit.reply_tokens(ANSWER_MAX_TOKENS),
+            },
+            **answer.budget,
+        }
+    return dataclasses.replace(
+        answer,
+        picked_by=got.picked_by,
+        llm_ok=got.llm_ok + answer.llm_ok,
+        llm_failed=got.llm_failed + answer.llm_failed,
+        budget=used,
+    )
+
+
+def _answer(
+    wiki: Wiki,
+    viewer: Viewer,
+    got: Retrieval,
+    chosen: Backend,
+    budget: int,
+    file_back: bool,
+) -> Answer:
     if got.nothing_found:
         return Answer(
             question=got.question.text,
@@ -393,17 +480,22 @@ def _nothing_text(got: Retrieval, backend: Backend) -> str:
     )
 
 
-def _extractive(wiki: Wiki, got: Retrieval, backend: Backend) -> Answer:
-    """Offline: sentences quoted from the opened entries, chosen by what the question asks
-    (:mod:`llm_wiki.answers`), each with its id; nothing generated."""
+def _extractive(wiki: Wiki, got: Retrieval, backend: Backend, rejected: str = "") -> Answer:
+    """Offline, or when the LLM's answer was not usable (``rejected`` says why): sentences
+    quoted from the opened entries, chosen by what the question asks (:mod:`llm_wiki.answers`),
+    each with its id; nothing generated."""
     opened = [
         Opened(read_entry(wiki, s.row)[0], s.row.effective_status, s.row.superseded_by)
         for s in got.opened
     ]
     composed = compose(got.question.text, got.question.terms, opened)
+    why = (
+        f"the LLM's answer was not usable ({rejected}), so sentences quoted from the entries"
+        if rejected
+        else "offline backend: sentences quoted from the entries"
+    )
     lines = [
-        "Extractive answer (offline backend: sentences quoted from the entries, each with its "
-        "id; no text was generated):",
+        f"Extractive answer ({why}, each with its id; no text was generated):",
         "",
         composed.text,
     ]
@@ -457,7 +549,7 @@ def _generated(
     tokens_in = got.tokens_in + completion.tokens_in
     tokens_out = got.tokens_out + completion.tokens_out
     text = completion.text.strip()
-    if not text or text.upper().startswith(NOTHING_FOUND):
+    if text.upper().startswith(NOTHING_FOUND):
         return Answer(
             got.question.text,
             "Nothing found: the opened entries do not answer this question.",
@@ -468,9 +560,28 @@ def _generated(
             completion.model or backend.model,
             tokens_in,
             tokens_out,
+            llm_ok=1,
+            budget={"answer_prompt_tokens": estimate_tokens(system + "\n\n" + prompt)},
         )
     by_id = {s.row.id: s for s in got.opened}
     cited = tuple(Citation(c, by_id.get(c)) for c in extract_cited(text))
+    used = {"answer_prompt_tokens": estimate_tokens(system + "\n\n" + prompt)}
+    problem = _answer_problem(text, cited, dict(entries_by_id(entries)))
+    if problem:
+        fallback = _extractive(wiki, got, backend, rejected=problem)
+        return dataclasses.replace(
+            fallback,
+            model=completion.model or backend.model,
+            tokens_in=tokens_in,
+            tokens_out=tokens_out,
+            rejected=problem,
+            rejected_text=text,
+            llm_failed=1,
+            budget=used,
+            filed_note=f"Not filed back: the LLM's answer was not usable ({problem})."
+            if file_back
+            else "",
+        )
     answer = Answer(
         got.question.text,
         text,
@@ -481,10 +592,33 @@ def _generated(
         completion.model or backend.model,
         tokens_in,
         tokens_out,
+        llm_ok=1,
+        budget=used,
     )
     if file_back:
         answer = _file_back(wiki, viewer, answer, [e for _, e in entries])
     return answer
+
+
+def entries_by_id(entries: Sequence[tuple[Source, Any]]) -> Iterable[tuple[str, Any]]:
+    return ((s.row.id, e) for s, e in entries)
+
+
+def _answer_problem(text: str, cited: Sequence[Citation], opened: dict[str, Entry]) -> str:
+    """Why a generated answer cannot stand as the LLM's (empty: it can): it must cite opened
+    entries, cite nothing else, and hold no number, date or quote its citations lack."""
+    if not text:
+        return "the reply is empty"
+    if not cited:
+        return "it cites no entry"
+    outside = [c.id for c in cited if c.source is None]
+    if outside:
+        return "it cites entries that were not opened: " + ", ".join(outside[:3])
+    evidence = [evidence_from_entry(opened[c.id]) for c in cited if c.id in opened]
+    problems = check_facts(text, evidence, strip=set(opened) | {c.id for c in cited})
+    if problems:
+        return "; ".join(p.detail for p in problems[:2])
+    return ""
 
 
 def _answer_prompt(question: Question, entries: Sequence[tuple[Source, Any]], budget: int) -> str:
