@@ -24,13 +24,21 @@ METRICS = {
 }
 
 
-def test_eval_scores_the_dev_set(cli):
+def lexical_only(wiki_path) -> None:
+    """settings.yaml: no semantic signal, whether or not the embeddings extra is installed."""
+    settings = wiki_path / "settings.yaml"
+    settings.chmod(0o644)
+    settings.write_text(settings.read_text() + "embeddings:\n  enabled: false\n")
+
+
+def test_eval_scores_the_dev_set(cli, wiki_path):
+    lexical_only(wiki_path)
     cli("import-adr", str(CORPORA / "nationalarchives__tdr-dev-documentation"), "--domain", "tdr")
     out = cli.json("eval", str(EVAL / "tdr-dev.jsonl"))
     assert set(out) == METRICS
     assert out["n"] == 30 and len(out["questions"]) == 30
     assert (out["backend"], out["backend_source"]) == ("offline", "settings")
-    # Measured offline (tests/bench/test_retrieval.py prints the same run against BM25).
+    # Measured offline, lexical only (tests/bench/test_retrieval.py: the same against BM25).
     assert out["recall@3"] >= 0.96 and out["shortlist_recall"] == 1.0
     assert out["current@3"] == 1.0 and out["current_first"] == 1.0
     assert 0 < out["mean_prompt_tokens"] <= 8000

@@ -47,7 +47,6 @@ from llm_wiki.errors import InvalidInput, WikiError
 from llm_wiki.prompts import json_object, render_prompt
 from llm_wiki.ranking import (
     MIN_LINE_TOKENS,
-    NOTHING_BELOW,
     Question,
     Ranker,
     Ranking,
@@ -216,12 +215,11 @@ def retrieve(
         nothing = not picks
     else:
         nothing = ranking.nothing_found
-        picks = [  # each quoted entry must answer the question on its own, as the best does
-            r.row
-            for r in ranking.items[:k]
-            if r.via or ranker.coverage(parsed, r.row) >= NOTHING_BELOW
-        ]
-    opened = () if nothing else tuple(_with_replacements(ranker, picks))
+        leading = [r.row for r in ranking.items if not r.via][:k]
+        # each quoted entry must answer the question on its own, as the best does
+        picks = [r for r, ok in zip(leading, ranker.on_topic(ranking, leading), strict=True) if ok]
+        picks = picks or leading[:1]
+    opened = () if nothing else tuple(_with_replacements(ranker, picks, parsed.intent))
     return Retrieval(
         parsed,
         ranking,
@@ -255,14 +253,26 @@ def parse_pick(text: str, shown: dict[str, Row], k: int) -> tuple[list[str], boo
     return kept, explicit_none and not kept
 
 
-def _with_replacements(ranker: Ranker, picks: Sequence[Row]) -> list[Source]:
-    """The picks, each preceded by the entries that replaced it, with notes on who replaced
-    whom among them."""
+def _with_replacements(ranker: Ranker, picks: Sequence[Row], intent: str = "") -> list[Source]:
+    """The picks with the entries that replaced them, and notes on who replaced whom among
+    them. A question about now opens each pick's replacements before it; a question about the
+    old design opens what a pick replaced before it; any other opens the replacements right
+    after the pick, so the answer can say it was superseded."""
     rows: list[Row] = []
+
+    def add(row: Row) -> None:
+        if all(row.id != r.id for r in rows):
+            rows.append(row)
+
     for row in picks:
-        for newer in [*ranker.replacements(row), row]:
-            if all(newer.id != r.id for r in rows):
-                rows.append(newer)
+        if intent == "present":
+            group = [*ranker.replacements(row), row]
+        elif intent == "past":
+            group = [*ranker.predecessors(row), row, *ranker.replacements(row)]
+        else:
+            group = [row, *ranker.replacements(row)]
+        for member in group:
+            add(member)
     opened = {r.id for r in rows}
     out = []
     for row in rows:
@@ -386,11 +396,28 @@ def _nothing_text(got: Retrieval, backend: Backend) -> str:
         return "Nothing found: the question has no words to search for; ask about a topic."
     if not got.ranking.items:
         return "Nothing found: no entry shares a key word with the question."
+    ev = got.ranking.evidence
+    if ev.unseen:
+        return (
+            f"Nothing found: no entry mentions {_either(ev.unseen)}, which the question names. "
+            "Try other words, or an LLM backend."
+        )
+    if ev.held < ev.average_term:
+        return (
+            "Nothing found: no entry holds enough of the question's specific words (the best "
+            f"holds {ev.held:.1f} of the {ev.average_term:.1f} that one average word of it "
+            "weighs). Try other words, or an LLM backend."
+        )
     return (
-        "Nothing found: no entry matches the question well enough (the best match holds "
-        f"{got.ranking.coverage:.0%} of its key terms; the offline threshold is "
-        f"{NOTHING_BELOW:.0%}). Try other words, or an LLM backend."
+        "Nothing found: no entry's meaning comes close to the question (the closest is at "
+        f"cosine {ev.cosine or 0:.2f}; at least 0.33 is needed). Try other words, or an LLM "
+        "backend."
     )
+
+
+def _either(things: Sequence[str]) -> str:
+    quoted = [f"'{t}'" for t in things]
+    return quoted[0] if len(quoted) == 1 else ", ".join(quoted[:-1]) + " or " + quoted[-1]
 
 
 def _extractive(wiki: Wiki, got: Retrieval, backend: Backend) -> Answer:
