@@ -10,6 +10,7 @@ from llm_wiki.access import Viewer
 from llm_wiki.catalog import Row, read_catalog
 from llm_wiki.entries import Entry, decode_text, parse_entry, valid_date
 from llm_wiki.errors import InvalidInput, NotFound, WikiError
+from llm_wiki.ranking.vectors import describe
 from llm_wiki.stats import Stats, entry_stats, llm_usage
 from llm_wiki.wiki import Wiki
 
@@ -110,4 +111,7 @@ def list_entries(
 def wiki_stats(wiki: Wiki, viewer: Viewer) -> Stats:
     with read_catalog(wiki) as catalog:
         stats = entry_stats(wiki, catalog, viewer)
-    return dataclasses.replace(stats, extra={**stats.extra, "llm": llm_usage(wiki, viewer)})
+    ranking = describe(wiki)
+    return dataclasses.replace(
+        stats, extra={**stats.extra, "llm": llm_usage(wiki, viewer), "ranking": ranking}
+    )

@@ -4,26 +4,29 @@ and answers with checked citations. Every step has a bounded cost.
 The flow (:func:`query`):
 
 1. **Lines.** The viewer's index lines (the frontmatter *is* the index). If they all fit the
-   token budget, the LLM reads them all; otherwise a lexical prefilter (FTS5 BM25 over summary,
-   tags, aliases, questions, domain and body, weighted by :data:`ranking.WEIGHTS`) keeps the best lines
-   that fit. The pick prompt never exceeds the budget, whatever the archive's size.
+   token budget, the LLM reads them all; otherwise the ranker's order (BM25F over the fields
+   and body, fused by rank with the semantic signal when the embeddings extra is on; see
+   :mod:`llm_wiki.ranking`) keeps the best lines that fit. The pick prompt never exceeds the
+   budget, whatever the archive's size.
 2. **Pick.** The LLM names at most k entries. Names that were not among the lines it was shown
    are dropped; if none remain, the ranker's top k stand in. An explicit empty list means the LLM
    found nothing relevant.
 3. **Current state.** A picked entry that was superseded brings the entries that replaced it
-   (following the chain to the newest), opened before it.
+   (following the chain to the newest): opened before it when the question asks about now,
+   after it otherwise (so the answer can say it was superseded); a question about the old
+   design also opens what a pick replaced, before it.
 4. **Open.** Each opened entry goes into the answer prompt up to a per-entry cap: frontmatter and
    summary whole, the body excerpted (paragraphs that share the question's words first), so the
    whole prompt respects the budget even with 1 MiB bodies.
 5. **Answer.** The LLM answers from the opened entries, citing ids; citations outside the opened
    set are flagged (:mod:`llm_wiki.citations`), never silently kept. "NOTHING FOUND" from the
-   LLM, or offline a best match below :data:`ranking.NOTHING_BELOW`, makes the answer say so.
+   LLM, or offline the ranker's :attr:`ranking.Ranking.nothing_found`, makes the answer say so.
 6. **File back** (optional, LLM backends only): a passing answer drawn from one scope becomes a
    ``type: synthesis, origin: answer`` entry whose sources are the cited entries.
 
-Offline (no key, no network) the ranker picks — its top k, leaving out any whose own coverage is
-under :data:`ranking.NOTHING_BELOW` — and the answer quotes the picked entries' summaries, saying it is
-extractive.
+Offline (no key, no network) the ranker picks — its top k, leaving out any that would not
+answer the question on its own (:meth:`ranking.Ranker.on_topic`) — and the answer quotes the
+picked entries' summaries, saying it is extractive.
 
 The ranker (lexical ranking, the shortlist of lines, the stop words) is :mod:`llm_wiki.ranking`.
 """
@@ -46,6 +49,8 @@ from llm_wiki.entries import Entry, dump_entry
 from llm_wiki.errors import InvalidInput, WikiError
 from llm_wiki.prompts import json_object, render_prompt
 from llm_wiki.ranking import (
+    COSINE_FLOOR,
+    HELD_FLOOR,
     MIN_LINE_TOKENS,
     Question,
     Ranker,
@@ -402,16 +407,15 @@ def _nothing_text(got: Retrieval, backend: Backend) -> str:
             f"Nothing found: no entry mentions {_either(ev.unseen)}, which the question names. "
             "Try other words, or an LLM backend."
         )
-    if ev.held < ev.average_term:
+    if ev.cosine is not None:
         return (
-            "Nothing found: no entry holds enough of the question's specific words (the best "
-            f"holds {ev.held:.1f} of the {ev.average_term:.1f} that one average word of it "
-            "weighs). Try other words, or an LLM backend."
+            "Nothing found: no entry's meaning comes close to the question (every cosine is "
+            f"below {COSINE_FLOOR:.2f}). Try other words, or an LLM backend."
         )
     return (
-        "Nothing found: no entry's meaning comes close to the question (the closest is at "
-        f"cosine {ev.cosine or 0:.2f}; at least 0.33 is needed). Try other words, or an LLM "
-        "backend."
+        "Nothing found: no entry holds enough of the question's specific words (the best "
+        f"holds {ev.held:.0%} of their weight; {HELD_FLOOR:.0%} is needed). Try other words, "
+        "or an LLM backend."
     )
 
 

@@ -32,6 +32,7 @@ model's distance of meaning anything close.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -69,8 +70,10 @@ __all__ = [
     "shortlist_lines",
 ]
 
-RRF_K = 60  # the constant of reciprocal rank fusion (Cormack et al. 2009), not tuned here
+RRF_K = 20  # reciprocal rank fusion (Cormack et al. 2009); 20 over 60 by leave-one-folder-out
 POOL = 200  # candidates each signal contributes
+TIME_DEPTH = 5  # leading candidates a question about now also ranks by date, newest first
+NEWER_FIRST = False  # the within-window move of a newer entry about the same thing
 WINDOW = 3  # leading results that time reorders: the k an answer opens by default
 MIN_LINE_TOKENS = 15  # no index line is shorter; lets a big archive skip summing its lines
 
@@ -87,20 +90,23 @@ class Ranked:
 
 @dataclass(frozen=True)
 class Evidence:
-    """What "nothing found" was decided on. Nothing is found when any of these says so:
+    """What "nothing found" was decided on. Nothing is found when
 
     - ``unseen``: the question names something (written like a name: "Istio", "MkDocs",
-      "Cloud Foundry") that no entry the reader may read mentions;
-    - ``held`` < ``average_term``: no leading entry holds even one average term's worth of
-      the question's weight (terms weighted by IDF among the reader's entries; see
-      :meth:`Ranker._term_weights`). It is relative to the question and the archive, not a
-      number chosen on a question set;
-    - ``cosine`` < :data:`COSINE_FLOOR` (with vectors): no entry means anything close.
+      "Cloud Foundry") that no entry the reader may read mentions; or, from the calibrated
+      signal of the ranking in use:
+    - with vectors, ``cosine`` < :data:`COSINE_FLOOR`: no entry's meaning comes close;
+    - lexical only, ``held`` < :data:`HELD_FLOOR`: no leading entry holds that share of the
+      question's weight (its terms weighted by IDF among the reader's entries, see
+      :meth:`Ranker._term_weights`; a term no entry holds weighs as the rarest can, unless it
+      is an everyday word, which says little about whether the archive knows the subject).
+
+    Both floors were chosen by leave-one-folder-out over the dev folders
+    (``tests/bench/test_retrieval.py``), never on the folder they are then measured on.
     """
 
     unseen: tuple[str, ...] = ()
     held: float = 0.0
-    average_term: float = 0.0
     cosine: float | None = None
     signals: tuple[str, ...] = ()
 
@@ -108,11 +114,19 @@ class Evidence:
         return {
             "unseen": list(self.unseen),
             "held": round(self.held, 4),
-            "average_term": round(self.average_term, 4),
+            "held_floor": HELD_FLOOR,
             "cosine": None if self.cosine is None else round(self.cosine, 4),
             "cosine_floor": COSINE_FLOOR if self.cosine is not None else None,
             "signals": list(self.signals),
         }
+
+    @property
+    def nothing(self) -> bool:
+        if self.unseen:
+            return True
+        if self.cosine is not None:
+            return self.cosine < COSINE_FLOOR
+        return self.held < HELD_FLOOR
 
 
 @dataclass(frozen=True)
@@ -179,12 +193,19 @@ class Ranker:
             return Ranking(question, (), True, Evidence())
         fused = _rrf(lists)
         order = sorted(fused, key=lambda r: (-fused[r], -r))
+        extra: list[list[int]] = []
         if question.period:
             dates = self._dates(order[:pool])
             inside = [r for r in order[:pool] if dates.get(r, "").startswith(question.period)]
             if inside:
-                fused = _rrf([*lists, inside])
-                order = sorted(fused, key=lambda r: (-fused[r], -r))
+                extra.append(inside)
+        if question.present and TIME_DEPTH:  # the leading candidates, newest first
+            head = order[:TIME_DEPTH]
+            dates = self._dates(head)
+            extra.append(sorted(head, key=lambda r: dates.get(r, ""), reverse=True))
+        if extra:
+            fused = _rrf([*lists, *extra])
+            order = sorted(fused, key=lambda r: (-fused[r], -r))
         wanted = order[: max(limit, window)]
         rows = self._rows(wanted)
         items = [Ranked(rows[r], fused[r]) for r in wanted if r in rows]
@@ -195,17 +216,17 @@ class Ranker:
         return Ranking(question, tuple(items[:limit]), nothing, evidence, dict(sem))
 
     def on_topic(self, ranking: Ranking, rows: Sequence[Row]) -> list[bool]:
-        """Whether each of ``rows`` answers the question on its own, by the test "nothing found"
-        puts to the leading entries: it holds at least an average term's worth of the question,
-        or (with vectors) its meaning comes within :data:`COSINE_FLOOR`."""
+        """Whether each of ``rows`` answers the question on its own: it holds at least an
+        average term's worth of the question's weight, or (with vectors) its meaning comes
+        within :data:`COSINE_FLOOR`."""
         weights = self._term_weights(ranking.question)
-        floor = sum(weights.values()) / len(weights) if weights else 0.0
+        floor = sum(weights.values()) / len(weights) if weights else math.inf
         held = self._terms_held(list(weights), [r.rowid for r in rows])
         out = []
         for row in rows:
-            mine = sum(w for t, w in weights.items() if t in held[row.rowid])
+            mine = sum(weights[t] for t in held[row.rowid])
             close = ranking.cosines.get(row.rowid, -1.0) >= COSINE_FLOOR
-            out.append(bool(weights) and mine >= floor or close)
+            out.append(mine >= floor or close)
         return out
 
     def _lexical(self, question: Question, pool: int) -> list[tuple[int, float]]:
@@ -220,10 +241,12 @@ class Ranker:
     def by_time(self, question: Question, items: list[Ranked], window: int) -> list[Ranked]:
         """Supersession and dates, as the question's intent asks (see the module doc)."""
         if question.intent == "present":  # moving a newer entry up may pass its replacement:
-            items = self._newer_first(question, self.with_current(items), window, newest=True)
+            if NEWER_FIRST:
+                items = self._newer_first(question, self.with_current(items), window, newest=True)
             return self.with_current(items)  # put each replacement back before it
         if question.intent == "past":
-            items = self._newer_first(question, self.with_earlier(items), window, newest=False)
+            if NEWER_FIRST:
+                items = self._newer_first(question, self.with_earlier(items), window, newest=False)
             return self.with_earlier(items)
         return items
 
@@ -330,35 +353,30 @@ class Ranker:
         """Whether the archive answers nothing (see :class:`Evidence`)."""
         unseen = tuple(" ".join(name) for name in names(question.text) if not self._mentioned(name))
         weights = self._term_weights(question)
+        rarest = math.log(1 + (self.visible() + 0.5) / 0.5)
+        missing = [t for t in question.terms if not self.df(t) and not everyday(t)]
+        total = sum(weights.values()) + rarest * len(missing)
         held = self._terms_held(list(weights), [r.rowid for r in leading])
-        best = max((sum(w for t, w in weights.items() if t in held[r.rowid]) for r in leading),
-                   default=0.0)  # fmt: skip
-        floor = sum(weights.values()) / len(weights) if weights else 0.0
-        cosine = semantic[0][1] if semantic else None
+        best = max((sum(weights[t] for t in held[r.rowid]) for r in leading), default=0.0)
         evidence = Evidence(
             unseen=unseen,
-            held=best,
-            average_term=floor,
-            cosine=cosine,
-            signals=("lexical", "semantic") if self.semantic else ("lexical",),
+            held=best / total if total else 0.0,
+            cosine=semantic[0][1] if semantic else None,
+            signals=("lexical", "semantic") if semantic else ("lexical",),
         )
-        weak = not weights or best < floor
-        far = cosine is not None and cosine < COSINE_FLOOR
-        return bool(unseen) or weak or far, evidence
+        return evidence.nothing, evidence
 
     def _term_weights(self, question: Question) -> dict[str, float]:
-        """The question's terms by how much each says: IDF among the reader's entries; a term
-        no entry holds weighs as the rarest can, unless it is an everyday word (which says
-        little about whether the archive knows the subject); those are left out."""
-        rarest = lexical.idf(self.visible(), 0)
-        out: dict[str, float] = {}
-        for term in question.terms:
-            df = self.df(term)
-            if df:
-                out[term] = lexical.idf(self.visible(), df)
-            elif not everyday(term):
-                out[term] = rarest
-        return out
+        """The question's terms that some entry the reader may read holds, by how much each
+        says: IDF among the reader's entries, in the always-positive form log(1 + (N - n +
+        0.5) / (n + 0.5)) (FTS5's form gives every term held by over half the entries the same
+        near-zero weight, which in a small archive is most of a question)."""
+        total = self.visible()
+        return {
+            t: math.log(1 + (total - self.df(t) + 0.5) / (self.df(t) + 0.5))
+            for t in question.terms
+            if self.df(t)
+        }
 
     def _mentioned(self, name: tuple[str, ...]) -> bool:
         """Whether some entry the reader may read holds the name (each word, or the words
@@ -446,8 +464,9 @@ class Ranker:
         return out
 
 
-# all-MiniLM-L6-v2's scale: a question and a text that does not answer it rarely reach a third
-COSINE_FLOOR = 1 / 3
+# Chosen by leave-one-folder-out over the dev folders (tests/bench/test_retrieval.py).
+COSINE_FLOOR = 1 / 3  # all-MiniLM-L6-v2: below it, the closest entry does not answer
+HELD_FLOOR = 0.35  # lexical: the share of the question's weight the best leading entry holds
 
 
 def _rrf(lists: Sequence[Sequence[int]]) -> dict[int, float]:

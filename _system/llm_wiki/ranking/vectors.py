@@ -36,7 +36,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from llm_wiki import store
+import llm_wiki.store as store
 from llm_wiki.access import Viewer
 from llm_wiki.catalog import Catalog
 from llm_wiki.errors import InvalidInput
@@ -81,6 +81,18 @@ def status(wiki: Wiki) -> Status:
         )
     return Status(True, "lexical + semantic (all-MiniLM-L6-v2)" if not folder else
                   f"lexical + semantic ({folder})", model)  # fmt: skip
+
+
+def describe(wiki: Wiki) -> dict[str, Any]:
+    """For ``stats``: what ranking uses, and how many entries have a stored vector (read from
+    ``vectors.json``; nothing heavy is imported)."""
+    got = status(wiki)
+    meta = _read_meta(wiki)
+    return {
+        **got.to_dict(),
+        "vectors": int(meta.get("rows", 0)) if got.on else 0,
+        "vectors_missing": int(meta.get("missing", 0)) if got.on else 0,
+    }
 
 
 _ENCODERS: dict[str, tuple[Any, str]] = {}
