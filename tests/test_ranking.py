@@ -179,3 +179,27 @@ def test_intent_from_the_words_people_use():
     assert parse_question("When did we decide to ditch Jenkins?").when
     assert parse_question("What changed in March 2022?").period == "2022-03"
     assert parse_question("What did we decide in 2021?").period == "2021"
+
+
+@pytest.mark.skipif(not EXTRA, reason="pip install 'llm-wiki[embeddings]'")
+def test_the_next_query_embeds_a_new_entry_and_only_it(tdr_wiki, monkeypatch):
+    from conftest import write_args
+    from llm_wiki.ranking import vectors
+
+    cli = Cli(tdr_wiki)
+    set_embeddings(tdr_wiki, True)
+    before = cli.json("stats")["ranking"]["vectors"]
+    cli(*write_args("Keep consignment exports in Glacier Deep Archive", domain="tdr"))
+    embedded = []
+    original = vectors._embed
+    monkeypatch.setattr(
+        vectors,
+        "_embed",
+        lambda enc, cat, rowids, p: embedded.append(len(rowids)) or original(enc, cat, rowids, p),
+    )
+    out = cli.json("query", "Where do consignment exports go for long-term storage?")
+    assert embedded == [1]
+    assert cli.json("stats")["ranking"]["vectors"] == before + 1
+    assert "glacier" in out["opened"][0]["summary"].lower()
+    cli.json("query", "Where do consignment exports go for long-term storage?")
+    assert embedded == [1]  # nothing changed: nothing embedded, nothing rewritten

@@ -169,8 +169,12 @@ def measure(name: str, method: str, **kw: Any) -> dict[str, Any]:
 
 
 def _set_embeddings(wiki: Any, on: bool) -> None:
-    """Switch the semantic signal for this wiki (settings.yaml ``embeddings.enabled``)."""
-    path = wiki.root / "settings.yaml"
+    set_embeddings(wiki.root, on)
+
+
+def set_embeddings(root: Path, on: bool) -> None:
+    """Switch the semantic signal for the wiki at ``root`` (settings.yaml ``embeddings.enabled``)."""
+    path = root / "settings.yaml"
     text = path.read_text(encoding="utf-8")
     text = re.sub(r"(?m)^# bench: embeddings.*\n(embeddings:\n  enabled: \w+\n)?", "", text)
     text += f"# bench: embeddings\nembeddings:\n  enabled: {'true' if on else 'false'}\n"

@@ -118,17 +118,14 @@ def _paths(wiki: Wiki, token: str) -> tuple[Path, Path, Path]:
     )
 
 
-def catalog_state(wiki: Wiki) -> str:
-    """What the catalog's files look like now: any change to the catalog changes it."""
-    parts = []
-    for name in ("catalog.sqlite3", "catalog.sqlite3-wal"):
-        try:
-            st = (wiki.state_dir / name).stat()
-        except FileNotFoundError:
-            parts.append("-")
-            continue
-        parts.append(f"{st.st_ino}:{st.st_size}:{st.st_mtime_ns}")
-    return "/".join(parts)
+def catalog_state(catalog: Catalog) -> str:
+    """What the catalog holds, cheaply: how many entries, the highest rowid, and where log.md
+    stood when the catalog last caught up with it (every write, import and removal moves one of
+    them). Not the files' stat: opening SQLite in WAL mode changes those on every read."""
+    count, top = catalog.db.execute(
+        "SELECT count(*), coalesce(max(rowid), 0) FROM entries"
+    ).fetchone()
+    return f"{count}:{top}:{catalog.meta('log_offset')}:{catalog.meta('log_tail')[:16]}"
 
 
 def _read_meta(wiki: Wiki) -> dict[str, Any]:
@@ -175,7 +172,7 @@ def refresh(
     enc, fingerprint = encoder(wiki)
     with store.locked(wiki, "vectors"):
         meta = _read_meta(wiki)
-        state = catalog_state(wiki)
+        state = catalog_state(catalog)
         if meta.get("model") == fingerprint and meta.get("catalog") == state:
             n = int(meta.get("rows", 0))
             return RefreshResult(n, 0, n, int(meta.get("missing", 0)), 0.0)
@@ -308,7 +305,7 @@ class Vectors:
         """The vectors, brought up to date first (embedding at most ``embed_limit`` entries)."""
         enc, fingerprint = encoder(wiki)
         meta = _read_meta(wiki)
-        if meta.get("model") != fingerprint or meta.get("catalog") != catalog_state(wiki):
+        if meta.get("model") != fingerprint or meta.get("catalog") != catalog_state(catalog):
             refresh(wiki, catalog, limit=embed_limit)
             meta = _read_meta(wiki)
         if meta.get("model") != fingerprint:
