@@ -64,10 +64,13 @@ class Run:
 
 
 @contextmanager
-def setting(params: dict[str, Any]) -> Iterator[None]:
+def setting(params: dict[str, Any], embeddings: bool = False) -> Iterator[None]:
     from llm_wiki import ranking
     from llm_wiki.ranking import lexical
 
+    if embeddings and "TIME_DEPTH" in params:  # with vectors the depth has its own constant
+        params = {**params, "TIME_DEPTH_SEMANTIC": params["TIME_DEPTH"]}
+        params.pop("TIME_DEPTH")
     where = {"COLUMN_WEIGHTS": lexical}
     saved = {k: getattr(where.get(k, ranking), k) for k in params}
     for k, v in params.items():
@@ -131,7 +134,7 @@ def run_folder(folder: str, params: dict[str, Any], embeddings: bool) -> Run:
 
     ranking.Ranker.rank = rank  # type: ignore[method-assign]
     try:
-        with setting(params):
+        with setting(params, embeddings):
             folders = devsets.SETS[FOLDERS[folder][0]]
             rankings, _, _ = devsets.ours(folders, qs, embeddings=embeddings)
     finally:

@@ -118,7 +118,8 @@ def test_leave_one_folder_out(embeddings):
     for folder, text in got["chosen"].items():
         print(f"  chosen {'on all four' if folder == 'all four' else 'without ' + folder}: {text}")
     params, held, cosine = got["all"]
-    assert params["RRF_K"] == ranking.RRF_K and params["TIME_DEPTH"] == ranking.TIME_DEPTH
+    depth = ranking.TIME_DEPTH_SEMANTIC if embeddings else ranking.TIME_DEPTH
+    assert params["RRF_K"] == ranking.RRF_K and params["TIME_DEPTH"] == depth
     assert params["COLUMN_WEIGHTS"] == lexical.COLUMN_WEIGHTS
     assert params["NEWER_FIRST"] == ranking.NEWER_FIRST
     if embeddings:

@@ -73,6 +73,7 @@ __all__ = [
 RRF_K = 20  # reciprocal rank fusion (Cormack et al. 2009); 20 over 60 by leave-one-folder-out
 POOL = 200  # candidates each signal contributes
 TIME_DEPTH = 5  # leading candidates a question about now also ranks by date, newest first
+TIME_DEPTH_SEMANTIC = 10  # the same with vectors (a more reliable head; both by leave-one-out)
 NEWER_FIRST = False  # the within-window move of a newer entry about the same thing
 WINDOW = 3  # leading results that time reorders: the k an answer opens by default
 MIN_LINE_TOKENS = 15  # no index line is shorter; lets a big archive skip summing its lines
@@ -185,7 +186,9 @@ class Ranker:
         if lex:
             lists.append([r for r, _ in lex])
         sem: list[tuple[int, float]] = []
-        if self.semantic and question.text and self.visible():
+        # Vectors rank only when every entry has one: a list of the few embedded entries would
+        # lift exactly those (after a bulk import, until `llm-wiki index` embeds the rest).
+        if self.semantic and question.text and self.visible() and not self.vectors().missing:
             sem, _ = self.vectors().search(question.text, self.viewer, pool)
             if sem:
                 lists.append([r for r, _ in sem])
@@ -199,8 +202,9 @@ class Ranker:
             inside = [r for r in order[:pool] if dates.get(r, "").startswith(question.period)]
             if inside:
                 extra.append(inside)
-        if question.present and TIME_DEPTH:  # the leading candidates, newest first
-            head = order[:TIME_DEPTH]
+        depth = TIME_DEPTH_SEMANTIC if sem else TIME_DEPTH
+        if question.present and depth:  # the leading candidates, newest first
+            head = order[:depth]
             dates = self._dates(head)
             extra.append(sorted(head, key=lambda r: dates.get(r, ""), reverse=True))
         if extra:
