@@ -27,7 +27,7 @@ ENTRY = {
     "scope", "origin", "actors", "tags", "supersedes", "alternatives_considered", "aliases",
     "questions", "sources", "path", "archive", "sha256",
 }  # fmt: skip
-INDEX = {"entries", "parsed", "removed", "written", "stale", "problems"}
+INDEX = {"entries", "parsed", "removed", "written", "stale", "problems", "vectors"}
 CONSOLIDATE = {
     "backend", "backend_source", "model", "method", "dry_run", "budget", "calls", "tokens",
     "up_to_date", "error", "llm_outcome", "limits", "domains",
@@ -75,7 +75,7 @@ COMMANDS = [
         "stats",
         lambda w: ["stats"],
         {"entries", "first", "latest", "by_type", "by_domain", "by_status", "by_scope"}
-        | {"by_origin", "archived", "llm"},
+        | {"by_origin", "archived", "llm", "ranking"},
     ),
     (
         "query",

@@ -92,17 +92,35 @@ def test_json_has_exactly_the_documented_keys(cli, monkeypatch):
     assert set(out["opened"][0]) >= {"id", "date", "summary", "path"}
 
 
-def test_a_superseded_pick_opens_its_replacement_first(cli, monkeypatch):
+def test_a_question_about_now_opens_the_replacement_first(cli, monkeypatch):
     ids = ledger(cli, monkeypatch)
-    out = cli.json("query", "Which database holds the ledger, with one table per account type?")
+    question = "Which database holds the ledger now, with one table per account type?"
+    out = cli.json("query", question)
     assert [o["id"] for o in out["opened"]][:2] == [ids["new"], ids["old"]]
     assert out["opened"][1]["status"] == "superseded"
     assert out["opened"][0]["note"] == f"replaces {ids['old']}"
-    text = cli("query", "Which database holds the ledger, with one table per account type?").stdout
+    text = cli("query", question).stdout
     assert f"Superseded by {ids['new']}." in text and f"It replaced {ids['old']}." in text
 
 
-def test_the_ranker_never_places_a_replaced_decision_above_its_replacement(cli, wiki, monkeypatch):
+def test_a_question_about_the_old_design_opens_the_replaced_decision_first(cli, monkeypatch):
+    """Only a question about now puts the replacement first; one about the original design gets
+    the record it asks about first, and its replacement is still opened, so the answer can say
+    it was superseded."""
+    ids = ledger(cli, monkeypatch)
+    for question in [
+        "Why did we originally keep one table per account type for the ledger?",
+        "Why one table per account type in the ledger?",
+    ]:
+        out = cli.json("query", question)
+        assert [o["id"] for o in out["opened"]][:2] == [ids["old"], ids["new"]], question
+        assert out["opened"][0]["status"] == "superseded"
+        assert f"Superseded by {ids['new']}." in cli("query", question).stdout
+
+
+def test_supersession_orders_a_chain_as_the_question_asks(cli, wiki, monkeypatch):
+    """About now: newest first, whatever the words match. About the old design: oldest first.
+    Neither: the record the words describe first."""
     from llm_wiki.access import Viewer
     from llm_wiki.catalog import read_catalog
     from llm_wiki.ranking import Ranker, parse_question
@@ -121,20 +139,33 @@ def test_the_ranker_never_places_a_replaced_decision_above_its_replacement(cli, 
     third = cli.json(*write_args("Step Functions replace Airflow", supersedes=second))["id"]
     for n in range(6):
         cli(*write_args(f"Exports of report {n} go to the nightly bucket", domain=f"d{n}"))
-    questions = [
-        "How do nightly exports run with cron on the export host?",
-        "export cron job",
-        "Airflow exports",
+    now = [
+        "How do nightly exports run with cron on the export host these days?",
+        "Is the export cron job still in use?",
+        "Do Airflow exports still run?",
         "What runs the nightly export job now?",
+    ]
+    then = [
+        "How did nightly exports originally run?",
+        "What did the export cron job do back when we first set it up?",
     ]
     with read_catalog(wiki) as catalog:
         ranker = Ranker(catalog, Viewer.everyone())
-        for question in questions:
-            ranked = [r.row.id for r in ranker.rank(parse_question(question), 20).items]
-            chain = [i for i in (third, second, first) if i in ranked]
-            assert chain == sorted(chain, key=ranked.index), (question, ranked)
-            if first in ranked:
-                assert ranked.index(third) < ranked.index(second) < ranked.index(first)
+
+        def ranked(question: str) -> list[str]:
+            return [r.row.id for r in ranker.rank(parse_question(question), 20).items]
+
+        for question in now:
+            got = ranked(question)
+            chain = [i for i in (third, second, first) if i in got]
+            assert chain == sorted(chain, key=got.index), (question, got)
+            if first in got:
+                assert got.index(third) < got.index(second) < got.index(first), (question, got)
+        for question in then:
+            got = ranked(question)
+            assert got.index(first) < got.index(second) < got.index(third), (question, got)
+        got = ranked("How do nightly exports run with cron on the export host?")
+        assert got[0] == first, got
 
 
 def test_nothing_found_offline_says_so(cli, monkeypatch):
@@ -450,8 +481,9 @@ WORDS = ["ledger", "postgres", "queue", "kafka", "billing", "refund", "keys", "d
 
 
 def test_property_replaced_decisions_never_rank_above_replacements(tmp_path_factory):
-    """Any archive with supersession chains, any question: every entry that replaced a ranked
-    entry is ranked before it."""
+    """Any archive with supersession chains, any question about now: every entry that replaced
+    a ranked entry is ranked before it; any question about the old design: every entry that a
+    ranked entry replaced is ranked before it."""
     from hypothesis import HealthCheck, given, settings
     from hypothesis import strategies as st
 
@@ -489,11 +521,17 @@ def test_property_replaced_decisions_never_rank_above_replacements(tmp_path_fact
             ids.append(write_entry(wiki, entry, viewer=everyone).id)
         with read_catalog(wiki) as catalog:
             ranker = Ranker(catalog, everyone)
-            ranked = ranker.rank(parse_question(" ".join(question_words)), 20).items
+            question = " ".join(question_words)
+            ranked = ranker.rank(parse_question(f"{question}, now?"), 20).items
             position = {r.row.id: n for n, r in enumerate(ranked)}
             for item in ranked:
                 for newer in ranker.replacements(item.row):
                     assert position[newer.id] < position[item.row.id]
+            ranked = ranker.rank(parse_question(f"{question}, originally?"), 20).items
+            position = {r.row.id: n for n, r in enumerate(ranked)}
+            for item in ranked:
+                for older in ranker.predecessors(item.row):
+                    assert position[older.id] < position[item.row.id]
 
     check()
 

@@ -587,6 +587,12 @@ def index_build(check: bool, as_json: bool, wiki_path: str | None, reader: str |
             f"Indexed {_n(result.entries, 'entry', 'entries')} (re-parsed {result.parsed}, "
             f"dropped {result.removed}); wrote {_n(len(result.written), 'index file')}."
         )
+        if result.vectors:
+            v = result.vectors
+            click.echo(
+                f"Entry vectors: {v['vectors']:,} (embedded {v['embedded']:,} in "
+                f"{v['embed_cpu_seconds']:.1f} s CPU, kept {v['kept']:,})."
+            )
     for path, message in result.problems:
         _note(f"warning: {path}: unreadable entry skipped: {message}")
     if check and result.stale:
@@ -716,6 +722,15 @@ def _print_stats(stats: Any) -> None:
             click.echo(f"  by {title}: " + ", ".join(f"{k} {v}" for k, v in counts.items()))
     if stats.archived:
         click.echo(f"  archived: {stats.archived}")
+    ranking = stats.extra.get("ranking") or {}
+    if ranking:
+        vectors = ""
+        if ranking.get("semantic"):
+            missing = ranking.get("vectors_missing") or 0
+            vectors = f" ({ranking['vectors']:,} entry vectors" + (
+                f", {missing:,} still to embed: run `llm-wiki index`)" if missing else ")"
+            )
+        click.echo(f"  ranking: {ranking['reason']}{vectors}")
     llm = stats.extra.get("llm") or {}
     if llm.get("calls"):
         failed = f" ({llm['failed']} failed)" if llm.get("failed") else ""

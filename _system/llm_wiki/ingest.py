@@ -433,7 +433,7 @@ def related_rows(
     and timestamps of messages too) that the viewer's entries hold, the :data:`MAX_TERMS` with
     the highest frequency in the text times inverse document frequency in the archive.
     """
-    ranker = Ranker(catalog, viewer)
+    ranker = Ranker(catalog, viewer, semantic=False)  # key terms, not a question to embed
     total = ranker.visible()
     said = "\n".join(_message(line) for line in text.splitlines())
     counts = Counter(w.lower() for w in _WORD_RE.findall(said))
@@ -444,7 +444,7 @@ def related_rows(
     idf = ranker.idf(candidates) if total else {}
     held = [t for t in candidates if idf.get(t, (0.0, 0))[1]]
     terms = sorted(held, key=lambda t: -counts[t] * idf[t][0])[:MAX_TERMS]
-    question = Question(" ".join(terms), tuple(terms), False)
+    question = Question(" ".join(terms), tuple(terms))
     ranking = ranker.rank(question, limit=min(2000, max(20, allowance // MIN_LINE_TOKENS)))
     rows, prefiltered = shortlist_lines(catalog, viewer, ranking, allowance, total)
     return rows, prefiltered, total

@@ -114,8 +114,10 @@ def wiki_stats(wiki: Wiki, viewer: Viewer) -> Stats:
 
     with read_catalog(wiki) as catalog:
         stats = entry_stats(wiki, catalog, viewer)
+    from llm_wiki.ranking.vectors import describe  # deferred: only `stats` needs it
+
     llm = {**llm_usage(wiki, viewer), "limits": configured_limits(wiki)}
-    return dataclasses.replace(stats, extra={**stats.extra, "llm": llm})
+    return dataclasses.replace(stats, extra={**stats.extra, "llm": llm, "ranking": describe(wiki)})
 
 
 def configured_limits(wiki: Wiki) -> dict[str, Any] | None:

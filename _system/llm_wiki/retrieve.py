@@ -4,15 +4,18 @@ and answers with checked citations. Every step has a bounded cost.
 The flow (:func:`query`):
 
 1. **Lines.** The viewer's index lines (the frontmatter *is* the index). If they all fit the
-   token budget, the LLM reads them all; otherwise a lexical prefilter (FTS5 BM25 over summary,
-   tags, aliases, questions, domain and body, weighted by :data:`ranking.WEIGHTS`) keeps the best lines
-   that fit. The pick prompt never exceeds the budget, whatever the archive's size.
+   token budget, the LLM reads them all; otherwise the ranker's order (BM25F over the fields
+   and body, fused by rank with the semantic signal when the embeddings extra is on; see
+   :mod:`llm_wiki.ranking`) keeps the best lines that fit. The pick prompt never exceeds the
+   budget, whatever the archive's size.
 2. **Pick.** The LLM names at most k entries. Names that were not among the lines it was shown
    are dropped; if none remain, the ranker's top k stand in, and the answer says so
    (``picked_by``: ``llm``, ``ranker``, or ``none`` when nothing was picked). An explicit empty
    list means the LLM found nothing relevant.
 3. **Current state.** A picked entry that was superseded brings the entries that replaced it
-   (following the chain to the newest), opened before it.
+   (following the chain to the newest): opened before it when the question asks about now,
+   after it otherwise (so the answer can say it was superseded); a question about the old
+   design also opens what a pick replaced, before it.
 4. **Open.** Each opened entry goes into the answer prompt up to a per-entry cap: frontmatter and
    summary whole, the body excerpted (paragraphs that share the question's words first), so the
    whole prompt respects the budget even with 1 MiB bodies.
@@ -20,14 +23,14 @@ The flow (:func:`query`):
    answer (``mode: llm``) only when it cites opened entries, cites nothing else, and its
    numbers, dates and quotes occur in what it cites (:mod:`llm_wiki.citations`); otherwise the
    answer says the LLM's was not usable, and why, and gives the extractive answer instead.
-   "NOTHING FOUND" from the LLM, or offline a best match below :data:`ranking.NOTHING_BELOW`,
-   makes the answer say so.
+   "NOTHING FOUND" from the LLM, or offline the ranker's :attr:`ranking.Ranking.nothing_found`, makes the
+   answer say so.
 6. **File back** (optional, LLM backends only): a passing answer drawn from one scope becomes a
    ``type: synthesis, origin: answer`` entry whose sources are the cited entries.
 
-Offline (no key, no network) the ranker picks — its top k, leaving out any whose own coverage is
-under :data:`ranking.NOTHING_BELOW` — and the answer quotes the picked entries' summaries, saying it is
-extractive.
+Offline (no key, no network) the ranker picks — its top k, leaving out any that would not
+answer the question on its own (:meth:`ranking.Ranker.on_topic`) — and the answer quotes the
+picked entries' summaries, saying it is extractive.
 
 **Budgets.** The prompt budget (``--budget``, settings ``query.budget_tokens``) shrinks to
 what the model's context window leaves after the answer's reply (:func:`budget_and_k`,
@@ -61,8 +64,9 @@ from llm_wiki.entries import Entry, dump_entry
 from llm_wiki.errors import InvalidInput, WikiError
 from llm_wiki.prompts import json_object, render_prompt
 from llm_wiki.ranking import (
+    COSINE_FLOOR,
+    HELD_FLOOR,
     MIN_LINE_TOKENS,
-    NOTHING_BELOW,
     Question,
     Ranker,
     Ranking,
@@ -250,13 +254,12 @@ def retrieve(
         picked_by = "none" if nothing else "llm" if ids else "ranker"
     else:
         nothing = ranking.nothing_found
-        picks = [  # each quoted entry must answer the question on its own, as the best does
-            r.row
-            for r in ranking.items[:k]
-            if r.via or ranker.coverage(parsed, r.row) >= NOTHING_BELOW
-        ]
+        leading = [r.row for r in ranking.items if not r.via][:k]
+        # each quoted entry must answer the question on its own, as the best does
+        picks = [r for r, ok in zip(leading, ranker.on_topic(ranking, leading), strict=True) if ok]
+        picks = picks or leading[:1]
         picked_by = "ranker" if picks and not nothing else "none"
-    opened = () if nothing else tuple(_with_replacements(ranker, picks))
+    opened = () if nothing else tuple(_with_replacements(ranker, picks, parsed.intent))
     return Retrieval(
         parsed,
         ranking,
@@ -293,14 +296,26 @@ def parse_pick(text: str, shown: dict[str, Row], k: int) -> tuple[list[str], boo
     return kept, explicit_none and not kept
 
 
-def _with_replacements(ranker: Ranker, picks: Sequence[Row]) -> list[Source]:
-    """The picks, each preceded by the entries that replaced it, with notes on who replaced
-    whom among them."""
+def _with_replacements(ranker: Ranker, picks: Sequence[Row], intent: str = "") -> list[Source]:
+    """The picks with the entries that replaced them, and notes on who replaced whom among
+    them. A question about now opens each pick's replacements before it; a question about the
+    old design opens what a pick replaced before it; any other opens the replacements right
+    after the pick, so the answer can say it was superseded."""
     rows: list[Row] = []
+
+    def add(row: Row) -> None:
+        if all(row.id != r.id for r in rows):
+            rows.append(row)
+
     for row in picks:
-        for newer in [*ranker.replacements(row), row]:
-            if all(newer.id != r.id for r in rows):
-                rows.append(newer)
+        if intent == "present":
+            group = [*ranker.replacements(row), row]
+        elif intent == "past":
+            group = [*ranker.predecessors(row), row, *ranker.replacements(row)]
+        else:
+            group = [row, *ranker.replacements(row)]
+        for member in group:
+            add(member)
     opened = {r.id for r in rows}
     out = []
     for row in rows:
@@ -473,11 +488,27 @@ def _nothing_text(got: Retrieval, backend: Backend) -> str:
         return "Nothing found: the question has no words to search for; ask about a topic."
     if not got.ranking.items:
         return "Nothing found: no entry shares a key word with the question."
+    ev = got.ranking.evidence
+    if ev.unseen:
+        return (
+            f"Nothing found: no entry mentions {_either(ev.unseen)}, which the question names. "
+            "Try other words, or an LLM backend."
+        )
+    if ev.cosine is not None:
+        return (
+            "Nothing found: no entry's meaning comes close to the question (every cosine is "
+            f"below {COSINE_FLOOR:.2f}). Try other words, or an LLM backend."
+        )
     return (
-        "Nothing found: no entry matches the question well enough (the best match holds "
-        f"{got.ranking.coverage:.0%} of its key terms; the offline threshold is "
-        f"{NOTHING_BELOW:.0%}). Try other words, or an LLM backend."
+        "Nothing found: no entry holds enough of the question's specific words (the best "
+        f"holds {ev.held:.0%} of their weight; {HELD_FLOOR:.0%} is needed). Try other words, "
+        "or an LLM backend."
     )
+
+
+def _either(things: Sequence[str]) -> str:
+    quoted = [f"'{t}'" for t in things]
+    return quoted[0] if len(quoted) == 1 else ", ".join(quoted[:-1]) + " or " + quoted[-1]
 
 
 def _extractive(wiki: Wiki, got: Retrieval, backend: Backend, rejected: str = "") -> Answer:

@@ -465,13 +465,20 @@ class Session:
 
     def index(self, *, check: bool = False, progress: Progress | None = None) -> IndexResult:
         """Bring the catalog, INDEX.md and index/ up to date; ``check``: only say what is stale."""
-        from llm_wiki.catalog import check_index, rebuild_index  # deferred: start-up
+        from llm_wiki.catalog import check_index, read_catalog, rebuild_index  # deferred: start-up
 
         self._disk("index")
         if check:
             return check_index(self.wiki)
         with reporting(progress):
-            return rebuild_index(self.wiki)
+            result = rebuild_index(self.wiki)
+            from llm_wiki.ranking import vectors  # deferred: start-up (numpy only when on)
+
+            if not vectors.status(self.wiki).on:
+                return result
+            with read_catalog(self.wiki) as catalog:
+                refreshed = vectors.refresh(self.wiki, catalog)
+        return dataclasses.replace(result, vectors=refreshed.to_dict())
 
     def archive(
         self,

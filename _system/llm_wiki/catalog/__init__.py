@@ -162,6 +162,7 @@ class IndexResult:
     written: tuple[str, ...] = ()
     stale: tuple[str, ...] = ()
     problems: tuple[tuple[str, str], ...] = field(default=())
+    vectors: dict[str, Any] | None = None  # the entry vectors' refresh, when ranking uses them
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -171,6 +172,7 @@ class IndexResult:
             "written": list(self.written),
             "stale": list(self.stale),
             "problems": [{"path": p, "message": m} for p, m in self.problems],
+            "vectors": self.vectors,
         }
 
 
