@@ -16,7 +16,7 @@ from typing import Any, TypeVar
 
 import click
 
-from llm_wiki.errors import InvalidInput, WikiError
+from llm_wiki.errors import InvalidInput, WikiError, storage_failure
 from llm_wiki.version import __version__
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -63,10 +63,19 @@ def _one_line(exc: click.UsageError) -> click.UsageError:
     return _UsageError(f"{text.rstrip('.')}; see `{where} --help`.", exc.ctx)
 
 
+MAX_ARGS = 5_000  # click's parser takes quadratic time in the number of arguments
+
+
 class _OneLineErrors:
     """Parse errors (bad flags, missing arguments) as one line on stderr, exit 2."""
 
     def make_context(self, *args: Any, **kwargs: Any) -> click.Context:
+        argv = args[1] if len(args) > 1 else kwargs.get("args", ())
+        if len(argv) > MAX_ARGS:
+            raise _UsageError(
+                f"{len(argv)} command-line arguments, over {MAX_ARGS}; put the entry in a file "
+                "and pass --from FILE."
+            )
         try:
             return super().make_context(*args, **kwargs)  # type: ignore[misc]
         except click.UsageError as exc:
@@ -178,10 +187,16 @@ class _Group(_Verbosity, _OneLineErrors, _ExampleHelp, click.Group):
         except WikiError as exc:
             click.echo(f"Error: {exc.message}", err=True)
             ctx.exit(exc.exit_code)
-        except click.UsageError as exc:  # an unknown command
-            raise _one_line(exc) from None
         except BrokenPipeError:  # `llm-wiki list | head`
             sys.stderr.close()
+            ctx.exit(1)
+        except click.UsageError as exc:  # an unknown command
+            raise _one_line(exc) from None
+        except Exception as exc:  # a full disk, a read-only folder, a file-size limit: not a bug
+            failure = storage_failure(exc)
+            if failure is None:
+                raise
+            click.echo(f"Error: {failure.message}", err=True)
             ctx.exit(1)
 
 
@@ -400,14 +415,17 @@ def entry_write(
 
     if body is not None and body_file is not None:
         raise InvalidInput("give --body or --body-file, not both.")
+    session = _session(wiki_path, reader)
+    schema = session.wiki.schema
     base: dict[str, Any] = {}
     if from_file is not None:
-        base = load_draft(_read_input(from_file, "--from"), f"--from {from_file}")
+        text = _read_input(from_file, "--from", schema.max_input_bytes)
+        base = load_draft(text, f"--from {from_file}", limits=schema.yaml_limits)
         if entry_id is None and base.get("id"):
             entry_id = str(base["id"])
     if body_file is not None:
-        body = _read_input(body_file, "--body-file")
-    result = _session(wiki_path, reader).write(
+        body = _read_input(body_file, "--body-file", schema.max_input_bytes)
+    result = session.write(
         base,
         type=type_,
         domain=domain,
@@ -440,17 +458,23 @@ def entry_write(
         click.echo(f"  {result.path}")
 
 
-def _read_input(name: str, flag: str) -> str:
+def _read_input(name: str, flag: str, cap: int) -> str:
+    """A file's (or stdin's) text, read no further than ``cap`` bytes (``--from /dev/zero``)."""
     from llm_wiki.entries import decode_text  # deferred: start-up
 
     try:
         if name == "-":
-            raw = sys.stdin.buffer.read()
+            raw = sys.stdin.buffer.read(cap + 1)
         else:
             with open(name, "rb") as fh:
-                raw = fh.read()
+                raw = fh.read(cap + 1)
     except OSError as exc:
         raise InvalidInput(f"{flag} {name}: {exc.strerror}; check the path.") from None
+    if len(raw) > cap:
+        raise InvalidInput(
+            f"{flag} {name} is over {cap} bytes (schema.md limits.max_input_bytes); write a "
+            "shorter entry, and store big sources with `llm-wiki ingest`."
+        )
     return decode_text(raw, f"{flag} {name}")
 
 
@@ -1849,6 +1873,10 @@ def wiki_mcp(wiki_path: str | None, reader: str | None) -> None:
 
 
 def main() -> None:
+    import signal  # deferred: start-up (only the real command line needs it)
+
+    if hasattr(signal, "SIGXFSZ"):  # a file-size limit (ulimit -f): an error, not a kill
+        signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
     cli(prog_name="llm-wiki")
 
 

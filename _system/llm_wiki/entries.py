@@ -55,6 +55,9 @@ RELATION_INVERSE = {
 RELATION_INVERSE.update({v: k for k, v in list(RELATION_INVERSE.items())})
 RELATION_KINDS = tuple(sorted(RELATION_INVERSE))
 MAX_BODY_BYTES = 1024 * 1024
+MAX_TEXT_CHARS = 500  # each tag, actor, alias, question, source, alternative id and reason
+MAX_LIST_ITEMS = 100  # each list field, alternatives_considered included
+MAX_INPUT_BYTES = 2 * 1024 * 1024  # a --from file or stdin is read no further
 
 # Frontmatter order: fixed, so dumps are stable and diffs are readable.
 SCALAR_FIELDS = (
@@ -537,6 +540,8 @@ class _YamlBuilder:
         if tag == _NULL:
             return None
         if self.exact:
+            if event.tag is not None and event.tag != "!":
+                self.typed(value, tag)  # !!float lots: refused, not kept as "lots"
             return Plain(value, tag)
         return self.typed(value, tag)
 
@@ -661,10 +666,12 @@ def parse_entry(text: str, *, what: str = "entry") -> Entry:
     return entry_from_mapping(data, body=body, what=what)
 
 
-def _read_frontmatter(text: str, what: str) -> tuple[dict[Any, Any], str]:
+def _read_frontmatter(
+    text: str, what: str, limits: YamlLimits = LIMITS
+) -> tuple[dict[Any, Any], str]:
     """The frontmatter mapping and the body (blank lines at its edges cut) of markdown text."""
     head, body = split_frontmatter(text)
-    data = load_yaml(head, what, exact=True)
+    data = load_yaml(head, what, exact=True, limits=limits)
     if not isinstance(data, dict):
         raise InvalidInput(f"{what}: the frontmatter must be a YAML mapping of fields.")
     return data, body.strip("\n")
@@ -714,7 +721,7 @@ def entry_from_mapping(
     values["relates"] = _relations(data.pop("relates", None), what)
     for key, default in (("status", "active"), ("origin", "authored")):
         values[key] = values[key] or default
-    extra = tuple(sorted((str(k), _plain(v, str(k), what)) for k, v in data.items()))
+    extra = tuple(sorted((_key(k, what), _plain(v, str(k), what)) for k, v in data.items()))
     return Entry(**values, extra=extra, body=body)
 
 
@@ -865,6 +872,11 @@ def _plain(value: Any, key: str, what: str) -> Any:
     the entry, so they are refused here, where text becomes an entry.
     """
     if isinstance(value, Plain):
+        if value.tag in (_INT, _FLOAT) and len(value) > LIMITS.max_number_digits:
+            raise InvalidInput(
+                f"{what}: field {key!r} holds a number of {len(value)} digits; write it as "
+                "text (in quotes) or shorten it."
+            )
         return value.value()
     if isinstance(value, str):
         _check_text(value, key, what)
@@ -881,6 +893,14 @@ def _plain(value: Any, key: str, what: str) -> Any:
         f"{what}: field {key!r} holds {_kind(value)}; give it as text, a number, a list or a "
         "mapping."
     )
+
+
+def _key(key: Any, what: str) -> str:
+    text = str(key)
+    _check_text(text, "a field name", what)
+    if text == "<<":
+        raise InvalidInput(f"{what}: YAML merge keys (<<) are not supported; write the fields out.")
+    return text
 
 
 def _check_text(value: str, key: str, what: str) -> None:
@@ -1011,9 +1031,19 @@ class Schema:
     relation_kinds: tuple[str, ...] = RELATION_KINDS
     max_body_bytes: int = MAX_BODY_BYTES
     max_summary_chars: int = 1000
+    max_text_chars: int = MAX_TEXT_CHARS
+    max_list_items: int = MAX_LIST_ITEMS
+    max_input_bytes: int = MAX_INPUT_BYTES
+    max_depth: int = LIMITS.max_depth
+    max_nodes: int = LIMITS.max_nodes
+    max_alias_nodes: int = LIMITS.max_alias_nodes
     review_after_days: int = 365
     when_to_write: str = ""
     when_not_to_write: str = ""
+
+    @property
+    def yaml_limits(self) -> YamlLimits:
+        return YamlLimits(self.max_depth, self.max_nodes, self.max_alias_nodes)
 
 
 _SCHEMA_BLOCK_RE = re.compile(r"^```ya?ml[ \t]*\n(.*?)^```", re.MULTILINE | re.DOTALL)
@@ -1053,6 +1083,17 @@ def schema_from_data(data: Any, what: str = "schema.md") -> Schema:
         )
         types[str(name)] = TypeSpec(str(name), str(spec.get("description", "")).strip(), rules)
     limits = data.get("limits") or {}
+    if not isinstance(limits, dict):
+        raise InvalidInput(f"{what}: limits must be a mapping of names to numbers.")
+
+    def number(source: Mapping[str, Any], key: str, default: int, where: str = "limits.") -> int:
+        value = source.get(key, default)
+        if type(value) is not int or value < 0:
+            raise InvalidInput(
+                f"{what}: {where}{key} must be a whole number (it is {value!r}); fix the YAML block."
+            )
+        return value
+
     return Schema(
         types=types,
         required=tuple(data.get("required") or Schema.required),
@@ -1060,9 +1101,15 @@ def schema_from_data(data: Any, what: str = "schema.md") -> Schema:
         origins=tuple(data.get("origins") or ORIGINS),
         roles=tuple(data.get("roles") or ROLES),
         relation_kinds=tuple(data.get("relation_kinds") or RELATION_KINDS),
-        max_body_bytes=int(limits.get("max_body_bytes", MAX_BODY_BYTES)),
-        max_summary_chars=int(limits.get("max_summary_chars", 1000)),
-        review_after_days=int(data.get("review_after_days", 365)),
+        max_body_bytes=number(limits, "max_body_bytes", MAX_BODY_BYTES),
+        max_summary_chars=number(limits, "max_summary_chars", 1000),
+        max_text_chars=number(limits, "max_text_chars", MAX_TEXT_CHARS),
+        max_list_items=number(limits, "max_list_items", MAX_LIST_ITEMS),
+        max_input_bytes=number(limits, "max_input_bytes", MAX_INPUT_BYTES),
+        max_depth=number(limits, "max_depth", LIMITS.max_depth),
+        max_nodes=number(limits, "max_nodes", LIMITS.max_nodes),
+        max_alias_nodes=number(limits, "max_alias_nodes", LIMITS.max_alias_nodes),
+        review_after_days=number(data, "review_after_days", 365, ""),
         when_to_write=str(data.get("when_to_write", "")).strip(),
         when_not_to_write=str(data.get("when_not_to_write", "")).strip(),
     )
@@ -1130,6 +1177,28 @@ def check_entry(entry: Entry, schema: Schema) -> list[Problem]:
             f"summary is {len(entry.summary)} characters, over {schema.max_summary_chars}; "
             "shorten it and put details in the body.",
         )
+    for fld in (*LIST_FIELDS, "alternatives_considered"):
+        items = getattr(entry, fld)
+        if len(items) > schema.max_list_items:
+            bad(
+                fld,
+                f"{fld} has {len(items)} items, over {schema.max_list_items} (schema.md "
+                "limits.max_list_items); keep the few that matter.",
+            )
+            continue
+        texts = (
+            (t for a in items for t in (a.id, a.rejected_because))
+            if fld == "alternatives_considered"
+            else items
+        )
+        for text in texts:
+            if len(text) > schema.max_text_chars:
+                bad(
+                    fld,
+                    f"an item of {fld} is {len(text)} characters, over {schema.max_text_chars} "
+                    "(schema.md limits.max_text_chars); shorten it, details go in the body.",
+                )
+                break
     size = len(entry.body.encode())
     if size > schema.max_body_bytes:
         bad(
@@ -1214,16 +1283,16 @@ def as_tuple(values: Sequence[str] | None) -> tuple[str, ...]:
 # --------------------------------------------------------------------------- drafts from input
 
 
-def load_draft(text: str, what: str) -> dict[str, Any]:
+def load_draft(text: str, what: str, *, limits: YamlLimits = LIMITS) -> dict[str, Any]:
     """Fields from a ``--from`` document: markdown with frontmatter, a YAML mapping, or JSON."""
     stripped = text.lstrip("\ufeff")
     if stripped.startswith("---"):
-        data, body = _read_frontmatter(stripped, what)
+        data, body = _read_frontmatter(stripped, what, limits)
         return {**data, "body": body}
     if stripped.lstrip().startswith("{"):
-        data = load_json(stripped, what)
+        data = load_json(stripped, what, limits=limits)
     else:
-        data = load_yaml(stripped, what, exact=True)
+        data = load_yaml(stripped, what, exact=True, limits=limits)
     if not isinstance(data, dict):
         raise InvalidInput(
             f"{what}: expected markdown with frontmatter, a YAML mapping or a JSON object of fields."

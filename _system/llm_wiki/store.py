@@ -177,12 +177,20 @@ def append_log(wiki: Wiki, *lines: str) -> None:
                 cut = os.pread(fd, end - start, start).rfind(b"\n")
                 keep, end = (start + cut + 1 if cut >= 0 else 0), start
             os.ftruncate(fd, keep)
+            size = keep
         if os.environ.get(CRASH_ENV) == "mid-log":
             os.write(fd, data[: max(1, len(data) // 2)])
             os.fsync(fd)
             crashpoint("mid-log")
-        os.write(fd, data)
-        os.fsync(fd)
+        try:
+            view = memoryview(data)
+            while view:  # a write may be short (a file-size limit): go on until it fails
+                view = view[os.write(fd, view) :]
+            os.fsync(fd)
+        except BaseException:
+            with contextlib.suppress(OSError):  # no torn line left behind: the lock is held
+                os.ftruncate(fd, size)
+            raise
     finally:
         os.close(fd)
 

@@ -39,7 +39,7 @@ from llm_wiki.catalog.refresh import (
     refresh,
     scan,
 )
-from llm_wiki.errors import WikiError
+from llm_wiki.errors import os_failure, storage_failure
 from llm_wiki.wiki import Wiki
 
 __all__ = [
@@ -104,7 +104,10 @@ def open_catalog(wiki: Wiki, *, lock_held: bool = True) -> Catalog:
             catalog = Catalog(wiki, db)
             refresh(catalog)
             return catalog
-    except sqlite3.DatabaseError:
+    except sqlite3.DatabaseError as exc:
+        failure = storage_failure(exc)
+        if failure is not None:  # a full or read-only disk: the cache is fine, the disk is not
+            raise failure from None
         # a damaged cache: drop it and build it again
         with contextlib.nullcontext() if lock_held else store.locked(wiki):
             _drop_catalog(wiki)
@@ -112,9 +115,7 @@ def open_catalog(wiki: Wiki, *, lock_held: bool = True) -> Catalog:
             refresh(catalog)
             return catalog
     except OSError as exc:
-        raise WikiError(
-            f"cannot open the catalog in {wiki.state_dir}: {exc.strerror or exc}; check permissions."
-        ) from None
+        raise os_failure(exc, f"cannot open the catalog in {wiki.state_dir}") from None
 
 
 def read_catalog(wiki: Wiki) -> Catalog:
