@@ -585,9 +585,16 @@ def _short(text: str, limit: int = 110) -> str:
     is_flag=True,
     help="Exit 1 if INDEX.md, index/ or the catalog is stale; write nothing.",
 )
+@click.option(
+    "--full",
+    is_flag=True,
+    help="Drop the catalog and build it again from every file (after a hand edit of it).",
+)
 @_json_option
 @_wiki_options
-def index_build(check: bool, as_json: bool, wiki_path: str | None, reader: str | None) -> None:
+def index_build(
+    check: bool, full: bool, as_json: bool, wiki_path: str | None, reader: str | None
+) -> None:
     """Rebuild the catalog, INDEX.md and index/ from the entries (only changed files re-parsed).
 
     With walls (access.yaml) the index files are written per scope, under indexes/<scope>/. It
@@ -597,13 +604,19 @@ def index_build(check: bool, as_json: bool, wiki_path: str | None, reader: str |
 
         llm-wiki index
         llm-wiki index --check
+        llm-wiki index --full
     """
-    result = _session(wiki_path, reader).index(check=check, progress=_progress(as_json))
+    result = _session(wiki_path, reader).index(
+        check=check, full=full, progress=_progress(as_json)
+    )
     if as_json:
         _print_json(result.to_dict())
     elif check:
         if result.stale:
-            click.echo("Stale (run `llm-wiki index`): " + ", ".join(result.stale))
+            # A catalog that differs from its files may have been edited by hand, which a scan
+            # (that trusts unchanged folders) would not undo.
+            how = "index --full" if ".llm-wiki/catalog.sqlite3" in result.stale else "index"
+            click.echo(f"Stale (run `llm-wiki {how}`): " + ", ".join(result.stale))
         else:
             click.echo(f"Index is up to date ({_n(result.entries, 'entry', 'entries')}).")
     else:

@@ -462,15 +462,18 @@ class Session:
 
     # ------------------------------------------------------------------ the disk, every scope
 
-    def index(self, *, check: bool = False, progress: Progress | None = None) -> IndexResult:
-        """Bring the catalog, INDEX.md and index/ up to date; ``check``: only say what is stale."""
+    def index(
+        self, *, check: bool = False, full: bool = False, progress: Progress | None = None
+    ) -> IndexResult:
+        """Bring the catalog, INDEX.md and index/ up to date; ``check``: only say what is stale;
+        ``full``: drop the catalog and build it from every file (after a hand edit of it)."""
         from llm_wiki.catalog import check_index, rebuild_index  # deferred: start-up
 
         self._disk("index")
         if check:
             return check_index(self.wiki)
         with reporting(progress):
-            return rebuild_index(self.wiki)
+            return rebuild_index(self.wiki, full=full)
 
     def archive(
         self,

@@ -30,7 +30,7 @@ from llm_wiki.entries import (
     require_valid,
 )
 from llm_wiki.errors import InvalidInput, WikiError, os_failure, storage_failure
-from llm_wiki.files import create_no_clobber, fsync_dir
+from llm_wiki.files import create_no_clobber, fsync_dir, sweep_temp
 from llm_wiki.wiki import Wiki
 
 
@@ -95,6 +95,7 @@ def write_entry(
 
     _ensure_writable(wiki)
     with store.locked(wiki):
+        sweep_temp(wiki.state_dir / "tmp")  # left by writes that were killed
         catalog = open_catalog(wiki)
         try:
             _check_references(catalog, entry)
