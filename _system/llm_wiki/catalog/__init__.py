@@ -207,7 +207,8 @@ def rebuild_index(wiki: Wiki, *, full: bool = False) -> IndexResult:
 # Everything a read is served from, in an order both catalogs share: a hand edit of any row
 # (a summary, a scope, a tag, a count, the full-text index) shows as a difference.
 _CONTENT = (
-    f"SELECT {COLUMNS} FROM entries ORDER BY id",
+    # mtime_ns and size are a scan's bookkeeping (an archived row keeps its file's), not served
+    "SELECT " + COLUMNS.replace("mtime_ns, size, ", "") + " FROM entries ORDER BY id",
     "SELECT old, new FROM edges ORDER BY old, new",
     "SELECT id, tag FROM tags ORDER BY id, tag",
     "SELECT id, actor FROM actors ORDER BY id, actor",
