@@ -8,6 +8,7 @@ Computed for the viewer, from their entries only (with walls, only their scopes)
 - open incidents: an incident is open until a later entry supersedes it or lists it in its
   ``sources`` (generated syntheses do not close one: summarising an incident does not resolve it);
 - the new decisions with the alternatives they rejected;
+- forked decisions: an entry two writers superseded, each line still current;
 - consolidator failures recorded in the period (synthesis-failures.md);
 - LLM calls and tokens over the period (``.llm-wiki/llm-calls.jsonl``).
 
@@ -33,7 +34,7 @@ import llm_wiki.backends as backends
 import llm_wiki.clock as clock
 import llm_wiki.store as store
 from llm_wiki.access import Viewer, scope_field, walls_on
-from llm_wiki.catalog import Catalog, Row, read_catalog
+from llm_wiki.catalog import Catalog, Fork, Row, read_catalog
 from llm_wiki.citations import (
     CitationProblem,
     Evidence,
@@ -179,6 +180,7 @@ class Briefing:
     error: str | None = None  # the backend failed while writing the narrative
     backend: str = ""  # the backend asked for the narrative (offline: none is written)
     backend_source: str = ""  # where its name came from (set by the Session)
+    forks: tuple[Fork, ...] = ()  # entries superseded along lines that never met again
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -202,6 +204,14 @@ class Briefing:
             "error": self.error,
             "backend": self.backend,
             "backend_source": self.backend_source or None,
+            "forks": [
+                {
+                    "id": f.old.id,
+                    "summary": f.old.summary,
+                    "heads": [Item.of(h).to_dict() for h in f.heads],
+                }
+                for f in self.forks
+            ],
         }
 
     def markdown(self) -> str:
@@ -248,6 +258,7 @@ def brief(
         replaced_ids = [old for r in new_rows for old in r.supersedes]
         replaced = {r.id: r for r in _rows_by_ids(catalog, viewer, replaced_ids)}
         incidents, open_total = _open_incidents(catalog, viewer)
+        forks = catalog.forks(viewer)
     new = [Item.of(r) for r in new_rows]
     superseded, syntheses_replaced = _replacements(new, replaced)
     scopes = _scopes(viewer, stats.by_scope)
@@ -291,6 +302,7 @@ def brief(
         narrative=narrative,
         error=error,
         backend=llm.name,
+        forks=tuple(forks),
     )
 
 

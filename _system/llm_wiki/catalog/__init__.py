@@ -26,7 +26,15 @@ from typing import Any
 import llm_wiki.progress as progress
 import llm_wiki.store as store
 from llm_wiki.access import Viewer
-from llm_wiki.catalog.db import CATALOG_VERSION, COLUMNS, Catalog, Row, create_db, render_line
+from llm_wiki.catalog.db import (
+    CATALOG_VERSION,
+    COLUMNS,
+    Catalog,
+    Fork,
+    Row,
+    create_db,
+    render_line,
+)
 from llm_wiki.catalog.index_md import expected_files, stale_index_files
 from llm_wiki.catalog.refresh import (
     Parsed,
@@ -46,6 +54,7 @@ from llm_wiki.wiki import Wiki
 __all__ = [
     "CATALOG_VERSION",
     "Catalog",
+    "Fork",
     "IndexResult",
     "Row",
     "add_written",

@@ -333,6 +333,21 @@ def render_line(
 # --------------------------------------------------------------------------- the catalog
 
 
+@dataclass(frozen=True)
+class Fork:
+    """``old`` is superseded by several current entries (``heads``): a forked decision."""
+
+    old: Row
+    heads: tuple[Row, ...]
+
+    def message(self) -> str:
+        heads = " and ".join(h.id for h in self.heads)
+        return (
+            f"{self.old.id} is superseded by both {heads}, which are both current (a fork: two "
+            "writers superseded it); write one entry that supersedes them all and says which holds."
+        )
+
+
 class Catalog:
     """An open catalog. Use :func:`llm_wiki.catalog.open_catalog`; close it (or use ``with``)."""
 
@@ -454,6 +469,34 @@ class Catalog:
             yield entry_id, json.loads(sources)
 
     # -- for the disk commands (no viewer: they act on every scope)
+    def forks(self, viewer: Viewer) -> list[Fork]:
+        """Entries superseded along two or more lines that never met again (two machines
+        superseded the same entry): each with the current entries at the ends of those lines."""
+        clause, args = viewer.sql_filter()
+        sql = (
+            f"SELECT {COLUMNS}, rowid FROM entries WHERE {clause} AND superseded_by LIKE '%,%' "
+            "ORDER BY id"
+        )
+        out = []
+        for old in [row_from_db(r) for r in self.db.execute(sql, args)]:
+            heads: dict[str, Row] = {}
+            todo, seen = list(old.superseded_by), {old.id}
+            while todo:
+                entry_id = todo.pop()
+                if entry_id in seen:
+                    continue
+                seen.add(entry_id)
+                newer = self.get(entry_id, viewer)
+                if newer is None:
+                    continue
+                if newer.superseded_by:
+                    todo.extend(newer.superseded_by)
+                else:
+                    heads[newer.id] = newer
+            if len(heads) >= 2:
+                out.append(Fork(old, tuple(sorted(heads.values(), key=lambda r: r.id))))
+        return out
+
     def superseded_before(self, cutoff: str) -> list[Row]:
         """Loose rows whose earliest replacement (an entry of their own scope superseding them)
         is dated before ``cutoff``, in path order: what the archive job retires."""
