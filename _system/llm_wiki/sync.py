@@ -119,6 +119,11 @@ def _check_repository(wiki: Wiki) -> None:
             f"`raw/** -text` and `archive/** -text` to {wiki.root / '.gitattributes'} "
             "(llm-wiki init writes them), then sync."
         )
+    if _rebase_in_progress(wiki):
+        raise WikiError(
+            f"a git rebase is in progress in {wiki.root}; finish it (`git rebase --continue`) "
+            "or abort it (`git rebase --abort`), then sync."
+        )
     if not _git(wiki, "ls-files", "--", "schema.md", what="list files"):
         raise WikiError(
             "the wiki is not in git yet: commit it once (`git add -A && git commit -m "
@@ -226,7 +231,7 @@ def _pull(wiki: Wiki, name: str, ref: str) -> int:
         ref,
     )
     if proc.returncode != 0:
-        if os.path.exists(_git(wiki, "rev-parse", "--git-path", "rebase-merge", what="rebase")):
+        if _rebase_in_progress(wiki):
             _run(wiki, "rebase", "--abort")
         raise WikiError(
             f"git pull from {name} stopped: {_first_line(proc.stderr or proc.stdout)}; nothing "
@@ -330,6 +335,15 @@ def _require_intact(wiki: Wiki, doing: str, *, pulled_from: str = "") -> None:
         f"{doing}: the record is not intact ({names}{more}); see `llm-wiki verify`, restore "
         "what was changed from git (git checkout HEAD -- log.md entries), then sync."
     )
+
+
+def _rebase_in_progress(wiki: Wiki) -> bool:
+    """git gives --git-path relative to the directory it ran in (-C: the wiki), not to ours."""
+    for name in ("rebase-merge", "rebase-apply"):
+        rel = _git(wiki, "rev-parse", "--git-path", name, what="find the rebase state")
+        if (wiki.root / rel).exists():  # an absolute rel replaces wiki.root
+            return True
+    return False
 
 
 def _tracked(wiki: Wiki, path: str) -> bool:
