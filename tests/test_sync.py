@@ -195,3 +195,25 @@ def test_sync_says_so_when_a_rebase_is_in_progress(tmp_path, origin):
     result = cli2("sync", code=1)
     assert result.stderr.startswith("Error: a git rebase is in progress in ")
     assert "git rebase --continue" in result.stderr and "git rebase --abort" in result.stderr
+
+
+def test_a_clone_of_a_fresh_wiki_is_a_wiki(tmp_path):
+    """git keeps no empty folder, so a clone of a wiki with no entry yet had no entries/ and
+    every command called it 'not a wiki'."""
+    bare = tmp_path / "origin.git"
+    git(tmp_path, "init", "--quiet", "--bare", "-b", "main", str(bare))
+    seed = tmp_path / "seed"
+    git(tmp_path, "clone", "--quiet", str(bare), str(seed))
+    Cli(seed)("init", str(seed))
+    git(seed, "add", "-A")
+    git(seed, "commit", "--quiet", "-m", "Start the wiki")
+    git(seed, "push", "--quiet", "origin", "main")
+    path, cli = clone(tmp_path, bare, "fresh")
+    assert not (path / "entries").exists()
+    assert cli.json("list")["entries"] == []
+    assert cli.json("verify")["ok"]
+    cli("lint")
+    written = cli.json(*write_args())
+    assert (path / written["path"]).is_file()
+    assert cli.json("sync")["pushed"]
+    assert Cli(seed).json("sync")["pulled"] == 1

@@ -219,7 +219,7 @@ def _check_references(catalog: Catalog, entry: Entry) -> None:
 
 def _ensure_writable(wiki: Wiki) -> None:
     for path in (wiki.root, wiki.entries_dir):
-        if not os.access(path, os.W_OK):
+        if path.exists() and not os.access(path, os.W_OK):  # no entries/ yet: a fresh clone
             raise WikiError(
                 f"cannot write to {path}: permission denied; fix its permissions or pass "
                 "--wiki with a writable wiki."
