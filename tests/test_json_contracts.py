@@ -40,7 +40,7 @@ LINT = {"ok", "checked", "counts", "llm_calls", "backend", "backend_source", "fi
 BRIEF = {
     "date", "days", "since", "until", "reader", "scopes", "counts", "new", "superseded",
     "superseded_total", "syntheses_replaced", "open_incidents", "open_incidents_total",
-    "decisions", "failures", "llm", "narrative", "error", "backend", "backend_source",
+    "decisions", "failures", "llm", "narrative", "error", "backend", "backend_source", "forks",
 }  # fmt: skip
 IMPORT = {
     "folder", "repository", "domain", "dry_run", "found", "created", "imported", "updated",
