@@ -850,6 +850,11 @@ def wiki_consolidate(
         _print_consolidate(result, dry_run)
     if result.error:
         raise WikiError(f"{result.error}; the domains left wait for the next run.")
+    if result.all_failed:
+        raise WikiError(
+            f"every domain failed ({_n(len(result.domains), 'domain', 'domains')}, nothing "
+            "written); see synthesis-failures.md for why, they are tried again next run."
+        )
 
 
 def _print_consolidate(result: Any, dry_run: bool) -> None:

@@ -95,11 +95,11 @@ class DomainState:
 
     def out_of_date(self, *, llm: bool) -> str | None:
         """Why this domain needs work, or None when it is up to date."""
+        if self.fingerprint == self.skipped:
+            return None  # the LLM saw exactly this input and answered SKIP: asking again costs
         if self.fingerprint == self.recorded:
             if llm and self.method == "extractive":
                 return "its synthesis is extractive and an LLM backend is configured"
-            return None
-        if self.fingerprint == self.skipped:
             return None
         if not self.current:
             return "no synthesis yet"
@@ -232,6 +232,11 @@ class ConsolidateResult:
 
     def count(self, status: str) -> int:
         return sum(1 for d in self.domains if d.status == status)
+
+    @property
+    def all_failed(self) -> bool:
+        """Every domain worked on failed its checks: the run did nothing, and must say so."""
+        return bool(self.domains) and self.count("failed") == len(self.domains)
 
     def to_dict(self) -> dict[str, Any]:
         return {
