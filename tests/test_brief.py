@@ -126,7 +126,7 @@ def test_failures_and_llm_calls_of_the_period(cli, wiki_path, week):
         }
     )
     MockBackend.enqueue(bad, bad)
-    cli("consolidate", "--domain", "ledger")
+    cli("consolidate", "--domain", "ledger", code=1)  # its one domain failed
     MockBackend.enqueue(mock_llm.respond)
     data = cli.json("brief")
     [failure] = data["failures"]

@@ -30,7 +30,7 @@ ENTRY = {
 INDEX = {"entries", "parsed", "removed", "written", "stale", "problems"}
 CONSOLIDATE = {
     "backend", "backend_source", "model", "method", "dry_run", "budget", "calls", "tokens",
-    "up_to_date", "error", "domains",
+    "up_to_date", "error", "verify", "domains",
 }  # fmt: skip
 ARCHIVE = {
     "archive", "archived", "finished", "skipped", "older_than_days", "cutoff", "dry_run",

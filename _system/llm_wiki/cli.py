@@ -796,9 +796,10 @@ def _print_stats(stats: Any) -> None:
     help="Tokens this run may spend; default settings.yaml consolidate.max_tokens.",
 )
 @click.option(
-    "--verify-with-llm",
-    is_flag=True,
-    help="A second call checks that each statement is supported by its citations.",
+    "--verify-with-llm/--no-verify-with-llm",
+    default=None,
+    help="A second call checks that each statement is supported by its citations (with an "
+    "LLM backend, on unless settings.yaml consolidate.verify_with_llm is false).",
 )
 @click.option(
     "--dry-run", is_flag=True, help="Show what would be done and its cost; call and write nothing."
@@ -811,7 +812,7 @@ def wiki_consolidate(
     all_domains: bool,
     max_calls: int | None,
     max_tokens: int | None,
-    verify_with_llm: bool,
+    verify_with_llm: bool | None,
     dry_run: bool,
     backend: str | None,
     model: str | None,
@@ -839,7 +840,7 @@ def wiki_consolidate(
         max_calls=max_calls,
         max_tokens=max_tokens,
         dry_run=dry_run,
-        verify_with_llm=True if verify_with_llm else None,
+        verify_with_llm=verify_with_llm,
         backend=backend,
         model=model,
         progress=_progress(as_json),
@@ -876,6 +877,12 @@ def _print_consolidate(result: Any, dry_run: bool) -> None:
         f"{_n(result.calls, 'LLM call')}, {result.tokens:,} tokens"
         + (" (estimated)." if dry_run else ".")
     )
+    if result.verify_calls:
+        click.echo(
+            f"Of these, checking statements against their citations took "
+            f"{_n(result.verify_calls, 'call')}, {result.verify_tokens:,} tokens "
+            "(settings.yaml consolidate.verify_with_llm: false turns it off)."
+        )
 
 
 def _n(count: int, word: str, plural: str = "") -> str:

@@ -68,7 +68,7 @@ DEFAULTS = {
     "chunk_tokens": 6000,
     "retries": 1,
     "retry_wait_seconds": 2,
-    "verify_with_llm": False,
+    "verify_with_llm": True,  # with an LLM backend: the lexical check cannot see a wrong claim
 }
 
 
@@ -206,6 +206,8 @@ class DomainResult:
     statements: int = 0
     check_ms: float = 0.0
     problems: tuple[CitationProblem, ...] = ()  # why it failed, statement by statement
+    verify_calls: int = 0  # of calls and tokens, those the LLM verification added
+    verify_tokens: int = 0
 
     def to_dict(self) -> dict[str, Any]:
         data = dataclasses.asdict(self)
@@ -229,6 +231,15 @@ class ConsolidateResult:
     up_to_date: int
     error: str | None = None  # the backend failed: the run stopped
     backend_source: str = ""  # where the backend's name came from (set by the Session)
+    verify_with_llm: bool = False  # a second call checked each statement against its citations
+
+    @property
+    def verify_calls(self) -> int:
+        return sum(d.verify_calls for d in self.domains)
+
+    @property
+    def verify_tokens(self) -> int:
+        return sum(d.verify_tokens for d in self.domains)
 
     def count(self, status: str) -> int:
         return sum(1 for d in self.domains if d.status == status)
@@ -250,6 +261,11 @@ class ConsolidateResult:
             "tokens": self.tokens,
             "up_to_date": self.up_to_date,
             "error": self.error,
+            "verify": {
+                "with_llm": self.verify_with_llm,
+                "calls": self.verify_calls,
+                "tokens": self.verify_tokens,
+            },
             "domains": [d.to_dict() for d in self.domains],
         }
 
@@ -379,6 +395,8 @@ class _Tally:
     check_s: float = 0.0
     chunks: int = 0
     cached: int = 0
+    verify_calls: int = 0  # of the calls and tokens above, those the LLM verification added
+    verify_tokens: int = 0
 
 
 @dataclass(frozen=True)
@@ -463,6 +481,7 @@ class _Run:
             domains=tuple(results),
             up_to_date=len(selection.up_to_date),
             error=self.error,
+            verify_with_llm=self.verify and self.backend.is_llm,
         )
 
     def _result(
@@ -475,6 +494,8 @@ class _Run:
                 cached_chunks=tally.cached,
                 calls=tally.calls,
                 tokens=tally.tokens,
+                verify_calls=tally.verify_calls,
+                verify_tokens=tally.verify_tokens,
             )
         return DomainResult(state.scope, state.domain, status, reason, len(state.evidence), **kw)
 
@@ -836,7 +857,12 @@ class _Run:
             statements=[(n, s.text, s.cites) for n, s in batch],
             blocks=[work.blocks[i] for i in ids if i in work.blocks],
         )
-        text = self._call(work, "consolidate-verify", prompt, "verify")
+        calls, tokens = work.tally.calls, work.tally.tokens
+        try:
+            text = self._call(work, "consolidate-verify", prompt, "verify")
+        finally:
+            work.tally.verify_calls += work.tally.calls - calls
+            work.tally.verify_tokens += work.tally.tokens - tokens
         by_number = dict(batch)
         try:
             data = json_object(text)
