@@ -25,7 +25,7 @@ WRITE = {"id", "path", "sha256", "created"}
 ENTRY = {
     "id", "type", "date", "summary", "domain", "status", "written_status", "superseded_by",
     "scope", "origin", "actors", "tags", "supersedes", "alternatives_considered", "aliases",
-    "questions", "sources", "path", "archive", "sha256",
+    "questions", "sources", "resolves", "path", "archive", "sha256",
 }  # fmt: skip
 INDEX = {"entries", "parsed", "removed", "written", "stale", "problems"}
 CONSOLIDATE = {

@@ -5,8 +5,8 @@ Computed for the viewer, from their entries only (with walls, only their scopes)
 - counts, and the entries **recorded** in the period (by their ``write`` line in log.md, so an
   import of old records shows as new on the day it happened), by domain and type;
 - what those entries superseded;
-- open incidents: an incident is open until a later entry supersedes it or lists it in its
-  ``sources`` (generated syntheses do not close one: summarising an incident does not resolve it);
+- open incidents: an incident is open until an entry supersedes it or says it resolves it
+  (``resolves``); citing it in ``sources`` does not close it, and no generated entry closes one;
 - the new decisions with the alternatives they rejected;
 - forked decisions: an entry two writers superseded, each line still current;
 - consolidator failures recorded in the period (synthesis-failures.md);
@@ -325,9 +325,12 @@ def _rows_by_ids(catalog: Catalog, viewer: Viewer, ids: Sequence[str]) -> list[R
 
 
 def _open_incidents(catalog: Catalog, viewer: Viewer) -> tuple[list[Item], int]:
-    """Incidents not superseded and not listed in a later (non-generated) entry's sources."""
-    cited = catalog.cited(viewer, generated=False)
-    rows = [r for r in catalog.rows(viewer, type="incident", status="active") if r.id not in cited]
+    """Incidents not superseded and not named in the ``resolves`` of an entry no LLM wrote.
+    Being cited (a reflection listing it in ``sources``) does not close one."""
+    resolved = catalog.resolved(viewer)
+    rows = [
+        r for r in catalog.rows(viewer, type="incident", status="active") if r.id not in resolved
+    ]
     return [Item.of(r) for r in rows[:LIST_CAP]], len(rows)
 
 

@@ -345,6 +345,12 @@ def wiki_init(path: str | None, as_json: bool, wiki_path: str | None) -> None:
     "--supersedes", multiple=True, metavar="ID", help="An entry this one replaces (repeatable)."
 )
 @click.option(
+    "--resolves",
+    multiple=True,
+    metavar="ID",
+    help="An incident this entry resolves, which closes it (repeatable).",
+)
+@click.option(
     "--alt",
     multiple=True,
     metavar='"ID: REASON"',
@@ -384,6 +390,7 @@ def entry_write(
     tag: tuple[str, ...],
     actor: tuple[str, ...],
     supersedes: tuple[str, ...],
+    resolves: tuple[str, ...],
     alt: tuple[str, ...],
     alias: tuple[str, ...],
     question: tuple[str, ...],
@@ -433,6 +440,7 @@ def entry_write(
         tags=tag,
         actors=actor,
         supersedes=supersedes,
+        resolves=resolves,
         alternatives=alt,
         aliases=alias,
         questions=question,

@@ -71,7 +71,7 @@ SCALAR_FIELDS = (
     "scope",
     "origin",
 )
-LIST_FIELDS = ("actors", "tags", "supersedes", "aliases", "questions", "sources")
+LIST_FIELDS = ("actors", "tags", "supersedes", "resolves", "aliases", "questions", "sources")
 KEY_ORDER = (
     "id",
     "type",
@@ -84,6 +84,7 @@ KEY_ORDER = (
     "summary",
     "status",
     "supersedes",
+    "resolves",
     "relates",
     "alternatives_considered",
     "aliases",
@@ -94,7 +95,7 @@ KEY_ORDER = (
 )
 KNOWN_FIELDS = frozenset(KEY_ORDER)
 # Written only when they hold something, so entries from before they existed dump as they were.
-OPTIONAL_FIELDS = frozenset({"date_source", "roles", "relates"})
+OPTIONAL_FIELDS = frozenset({"date_source", "roles", "relates", "resolves"})
 
 # \Z, not $: "$" also matches before a trailing newline, and these names become file names and
 # log.md fields.
@@ -131,6 +132,7 @@ class Entry:
     actors: tuple[str, ...] = ()
     tags: tuple[str, ...] = ()
     supersedes: tuple[str, ...] = ()
+    resolves: tuple[str, ...] = ()  # incidents this entry says it resolves (closes)
     alternatives_considered: tuple[Alternative, ...] = ()
     date_source: str = ""  # empty: the writer's own date (see DATE_SOURCES)
     roles: tuple[tuple[str, tuple[str, ...]], ...] = ()  # (role, actors), roles in ROLES order
@@ -1309,6 +1311,7 @@ def draft(
     tag: Sequence[str] = (),
     actor: Sequence[str] = (),
     supersedes: Sequence[str] = (),
+    resolves: Sequence[str] = (),
     alt: Sequence[str] = (),
     alias: Sequence[str] = (),
     question: Sequence[str] = (),
@@ -1342,6 +1345,7 @@ def draft(
         ("tags", tag),
         ("actors", actor),
         ("supersedes", supersedes),
+        ("resolves", resolves),
         ("aliases", alias),
         ("questions", question),
         ("sources", source),

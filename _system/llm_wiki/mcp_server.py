@@ -167,6 +167,9 @@ def build_server(wiki: Wiki, viewer: Viewer) -> Any:
         supersedes: Annotated[
             list[str], Field(description="Ids of the entries this one replaces.")
         ] = [],  # noqa: B006
+        resolves: Annotated[
+            list[str], Field(description="Ids of the incidents this entry resolves (closes).")
+        ] = [],  # noqa: B006
         questions: Annotated[
             list[str], Field(description="Questions this entry answers, as someone would ask.")
         ] = [],  # noqa: B006
@@ -200,6 +203,7 @@ def build_server(wiki: Wiki, viewer: Viewer) -> Any:
             tags=tags,
             actors=actors,
             supersedes=supersedes,
+            resolves=resolves,
             aliases=aliases,
             questions=questions,
             sources=sources,

@@ -207,6 +207,17 @@ def _check_references(catalog: Catalog, entry: Entry) -> None:
                     f"{field} {old!r}: no such entry in scope {entry.scope!r}; check the id with "
                     "`llm-wiki list`."
                 )
+    for incident in entry.resolves:
+        if scope_of(incident) != entry.scope:
+            raise InvalidInput(
+                f"resolves {incident!r}: no such entry in scope {entry.scope!r}; check the id "
+                "with `llm-wiki list --type incident`."
+            )
+        if catalog.type_of(incident) != "incident":
+            raise InvalidInput(
+                f"resolves {incident!r}: it is a {catalog.type_of(incident)}, not an incident; "
+                "resolves names the incidents this entry closes."
+            )
     for source in entry.sources:
         if ":" in source or source.startswith("raw/"):
             continue

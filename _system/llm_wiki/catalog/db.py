@@ -23,7 +23,7 @@ from llm_wiki.access import Viewer
 from llm_wiki.entries import GENERATED_ORIGINS, Alternative, Entry
 from llm_wiki.wiki import Wiki
 
-CATALOG_VERSION = "6"
+CATALOG_VERSION = "7"  # 7: resolves
 SUMMARY_IN_LINE = 300
 ROOT_MARK = "\x00"  # stands for the link prefix to the wiki root inside cached lines
 # Newest first; on the same day a replacement comes before what it replaced.
@@ -45,7 +45,8 @@ CREATE TABLE IF NOT EXISTS entries(
   body_len INTEGER,
   superseded_by TEXT,
   line TEXT,
-  archive_at TEXT
+  archive_at TEXT,
+  resolves TEXT
 );
 CREATE INDEX IF NOT EXISTS entries_by_domain ON entries(domain, date DESC, id DESC);
 CREATE INDEX IF NOT EXISTS entries_by_date ON entries(date DESC, id DESC);
@@ -114,7 +115,7 @@ CREATE VIRTUAL TABLE IF NOT EXISTS fts USING fts5(
 COLUMNS = (
     "id, path, archive, sha256, mtime_ns, size, type, date, domain, scope, status, origin, "
     "summary, tags, actors, aliases, questions, supersedes, sources, alternatives, extra, "
-    "body_len, superseded_by, line, archive_at"
+    "body_len, superseded_by, line, archive_at, resolves"
 )
 
 
@@ -154,6 +155,7 @@ class Row:
     line: str
     archive_at: str | None = None  # where in its archive (see archive.read_member)
     rowid: int = 0
+    resolves: tuple[str, ...] = ()  # incidents this entry says it resolves
 
     @property
     def effective_status(self) -> str:
@@ -183,6 +185,7 @@ class Row:
             "questions": list(self.questions),
             "supersedes": list(self.supersedes),
             "superseded_by": list(self.superseded_by),
+            "resolves": list(self.resolves),
             "sources": list(self.sources),
             "alternatives_considered": [
                 {"id": a.id, "rejected_because": a.rejected_because} for a in self.alternatives
@@ -220,6 +223,7 @@ def row_from_db(r: sqlite3.Row | tuple[Any, ...]) -> Row:
         superseded_by,
         line,
         archive_at,
+        resolves,
         *rest,
     ) = r
     return Row(
@@ -245,6 +249,7 @@ def row_from_db(r: sqlite3.Row | tuple[Any, ...]) -> Row:
         line=line,
         archive_at=archive_at,
         rowid=rest[0] if rest else 0,
+        resolves=tuple(json.loads(resolves)) if resolves else (),
     )
 
 
@@ -377,6 +382,10 @@ class Catalog:
         got = self.db.execute("SELECT scope FROM entries WHERE id=?", (entry_id,)).fetchone()
         return got[0] if got else None
 
+    def type_of(self, entry_id: str) -> str | None:
+        got = self.db.execute("SELECT type FROM entries WHERE id=?", (entry_id,)).fetchone()
+        return got[0] if got else None
+
     def sha_of(self, entry_id: str) -> str | None:
         got = self.db.execute("SELECT sha256 FROM entries WHERE id=?", (entry_id,)).fetchone()
         return got[0] if got else None
@@ -459,6 +468,16 @@ class Catalog:
             sql += f" AND e.origin NOT IN ({','.join('?' * len(origins))})"
             params = [*params, *origins]
         return {str(value) for (value,) in self.db.execute(sql, params)}
+
+    def resolved(self, viewer: Viewer) -> set[str]:
+        """Every incident an entry the viewer reads says it resolves (entries no LLM wrote)."""
+        clause, params = viewer.sql_filter("e.scope")
+        origins = sorted(GENERATED_ORIGINS)
+        sql = (
+            f"SELECT DISTINCT j.value FROM entries AS e, json_each(e.resolves) AS j WHERE {clause}"
+            f" AND e.resolves IS NOT NULL AND e.origin NOT IN ({','.join('?' * len(origins))})"
+        )
+        return {str(value) for (value,) in self.db.execute(sql, [*params, *origins])}
 
     def sources(self, viewer: Viewer) -> Iterator[tuple[str, list[str]]]:
         """(id, sources) of every entry the viewer can read."""
