@@ -76,6 +76,26 @@ def test_offline_writes_an_extractive_synthesis_once(cli, wiki_path, ledger):
     assert len(synthesis_ids(cli)) == 1
 
 
+def test_an_extractive_synthesis_ranks_nowhere_and_stays_out_of_the_briefing(cli, ledger):
+    """Offline consolidation wrote one boilerplate synthesis per domain (every summary of the
+    domain again), which then ranked first in queries and filled the briefing."""
+    [done] = cli.json("consolidate")["domains"]
+    answer = cli.json("query", "Why do we partition postings by month?")
+    opened = [o["id"] for o in answer["opened"]]
+    assert done["id"] not in opened and opened[0] == ledger[1]
+    assert all(c["id"] != done["id"] for c in answer["cited"])
+    brief = cli.json("brief")
+    listed = [i["id"] for g in brief["new"] for i in g["entries"]]
+    assert done["id"] not in listed and set(ledger) <= set(listed)
+    assert "synthesis" not in brief["counts"]["new_by_type"]
+    assert brief["counts"]["extractive_syntheses"] == 1
+    text = cli("brief").stdout
+    assert "1 extractive synthesis written offline is left out" in text
+    # asked for, it is there
+    assert synthesis_ids(cli) == [done["id"]]
+    assert cli.json("show", done["id"])["id"] == done["id"]
+
+
 def test_a_new_entry_makes_the_domain_out_of_date_and_the_next_synthesis_supersedes(cli, ledger):
     first = cli.json("consolidate")["domains"][0]["id"]
     new = add(cli, "Archive postings older than 7 years", date="2026-04-20")

@@ -255,12 +255,15 @@ def brief(
     with read_catalog(wiki) as catalog:
         stats = entry_stats(wiki, catalog, viewer)
         new_rows = _rows_by_ids(catalog, viewer, written)
+        extractive = catalog.extractive(viewer)  # offline boilerplate: counted, not listed
         replaced_ids = [old for r in new_rows for old in r.supersedes]
         replaced = {r.id: r for r in _rows_by_ids(catalog, viewer, replaced_ids)}
         incidents, open_total = _open_incidents(catalog, viewer)
         forks = catalog.forks(viewer)
+    superseded, syntheses_replaced = _replacements([Item.of(r) for r in new_rows], replaced)
+    left_out = sum(1 for r in new_rows if r.id in extractive)
+    new_rows = [r for r in new_rows if r.id not in extractive]
     new = [Item.of(r) for r in new_rows]
-    superseded, syntheses_replaced = _replacements(new, replaced)
     scopes = _scopes(viewer, stats.by_scope)
     failures = [
         f
@@ -275,6 +278,7 @@ def brief(
         "by_type": stats.by_type,
         "new": len(new),
         "new_by_type": _count(i.type for i in new),
+        "extractive_syntheses": left_out,
         "open_incidents": open_total,
         "failures": len(failures),
         "domains": len(stats.by_domain),

@@ -469,6 +469,16 @@ class Catalog:
             params = [*params, *origins]
         return {str(value) for (value,) in self.db.execute(sql, params)}
 
+    def extractive(self, viewer: Viewer) -> set[str]:
+        """The viewer's syntheses the consolidator wrote without an LLM (``method: extractive``):
+        each only repeats its sources' summaries, so rankings and briefings leave them out."""
+        clause, params = viewer.sql_filter()
+        sql = (
+            f"SELECT id FROM entries WHERE {clause} AND origin = 'consolidated' "
+            "AND extra IS NOT NULL AND json_extract(extra, '$.method') = 'extractive'"
+        )
+        return {str(i) for (i,) in self.db.execute(sql, params)}
+
     def resolved(self, viewer: Viewer) -> set[str]:
         """Every incident an entry the viewer reads says it resolves (entries no LLM wrote)."""
         clause, params = viewer.sql_filter("e.scope")
