@@ -614,9 +614,7 @@ def index_build(
         llm-wiki index --check
         llm-wiki index --full
     """
-    result = _session(wiki_path, reader).index(
-        check=check, full=full, progress=_progress(as_json)
-    )
+    result = _session(wiki_path, reader).index(check=check, full=full, progress=_progress(as_json))
     if as_json:
         _print_json(result.to_dict())
     elif check:
