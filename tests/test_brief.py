@@ -61,6 +61,7 @@ def week(cli, monkeypatch):
         domain="ops",
         alt=False,
         source=[ids["disk"]],
+        resolves=[ids["disk"]],
     )
     monkeypatch.setenv("LLM_WIKI_NOW", DAY)
     return ids
@@ -80,7 +81,7 @@ def test_offline_briefing_shows_what_changed_and_what_is_open(cli, week):
     assert f"  - replaced by [{week['partition']}] (2026-05-06)" in superseded
     incidents = out.split("## Open incidents\n", 1)[1].split("##", 1)[0]
     assert week["refund"] in incidents and week["old_incident"] in incidents
-    assert week["disk"] not in incidents  # listed in the reflection's sources: closed
+    assert week["disk"] not in incidents  # the reflection says it resolves it: closed
     decisions = out.split("## Decisions and the alternatives they rejected\n", 1)[1]
     assert "  - rejected keep-as-is: reports too slow\n" in decisions
     assert "  - rejected read-replica: still a full scan\n" in decisions
@@ -102,6 +103,32 @@ def test_days_and_json(cli, week):
     [decision] = data["decisions"]
     assert [a["id"] for a in decision["alternatives"]] == ["keep-as-is", "read-replica"]
     assert "--days" in cli("brief", "--days", "0", code=2).stderr
+
+
+def test_an_incident_closes_when_an_entry_resolves_it_not_when_one_cites_it(cli, week):
+    """A reflection that only lists an incident in its sources closed it; only `resolves` (or
+    superseding it) does now."""
+    note = add(cli, "Refund delays recur on Mondays", type="reflection", domain="ops", alt=False,
+               source=[week["refund"]])  # fmt: skip
+    data = cli.json("brief")
+    assert week["refund"] in [i["id"] for i in data["open_incidents"]]
+    assert "resolves" not in cli.json("show", note)["text"]
+    fix = add(cli, "Retry refunds from a dead-letter queue", domain="ops",
+              resolves=[week["refund"]])  # fmt: skip
+    data = cli.json("brief")
+    assert week["refund"] not in [i["id"] for i in data["open_incidents"]]
+    assert data["open_incidents_total"] == 1  # the old backup incident
+    shown = cli.json("show", fix)
+    assert shown["resolves"] == [week["refund"]]
+    assert f"resolves: [{week['refund']}]" in shown["text"]
+    later = add(cli, "Backups fail again on db-2", type="incident", domain="ops", alt=False,
+                supersedes=[week["old_incident"]])  # fmt: skip
+    open_ids = [i["id"] for i in cli.json("brief")["open_incidents"]]
+    assert open_ids == [later]  # superseding closes the old one
+    refused = cli(*write_args("Close it", domain="ops", resolves=[week["partition"]]), code=2)
+    assert refused.stderr.startswith(f"Error: resolves {week['partition']!r}: it is a decision")
+    missing = cli(*write_args("Close it", domain="ops", resolves=["2026-01-01-nope-0000"]), code=2)
+    assert "resolves '2026-01-01-nope-0000': no such entry" in missing.stderr
 
 
 def test_a_generated_synthesis_closes_no_incident_and_rewrites_are_not_news(cli, week):

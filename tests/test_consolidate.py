@@ -18,11 +18,13 @@ DAY = "2026-05-02T03:00:00Z"
 
 
 def configure(wiki_path, **consolidate):
-    """Point settings.yaml at the mock backend (no retry waits) with these consolidate settings."""
+    """Point settings.yaml at the mock backend (no retry waits) with these consolidate settings.
+    The LLM verification (on by default) is turned off unless asked for, so that the tests of
+    budgets, chunks and repairs count only the calls they are about."""
     path = wiki_path / "settings.yaml"
     data = yaml.safe_load(path.read_text())
     data["backend"] = consolidate.pop("backend", "mock")
-    data["consolidate"].update({"retry_wait_seconds": 0, **consolidate})
+    data["consolidate"].update({"retry_wait_seconds": 0, "verify_with_llm": False, **consolidate})
     path.write_text(yaml.safe_dump(data))
 
 
@@ -72,6 +74,26 @@ def test_offline_writes_an_extractive_synthesis_once(cli, wiki_path, ledger):
     again = cli("consolidate")
     assert "nothing to do; 1 up to date" in again.stdout
     assert len(synthesis_ids(cli)) == 1
+
+
+def test_an_extractive_synthesis_ranks_nowhere_and_stays_out_of_the_briefing(cli, ledger):
+    """Offline consolidation wrote one boilerplate synthesis per domain (every summary of the
+    domain again), which then ranked first in queries and filled the briefing."""
+    [done] = cli.json("consolidate")["domains"]
+    answer = cli.json("query", "Why do we partition postings by month?")
+    opened = [o["id"] for o in answer["opened"]]
+    assert done["id"] not in opened and opened[0] == ledger[1]
+    assert all(c["id"] != done["id"] for c in answer["cited"])
+    brief = cli.json("brief")
+    listed = [i["id"] for g in brief["new"] for i in g["entries"]]
+    assert done["id"] not in listed and set(ledger) <= set(listed)
+    assert "synthesis" not in brief["counts"]["new_by_type"]
+    assert brief["counts"]["extractive_syntheses"] == 1
+    text = cli("brief").stdout
+    assert "1 extractive synthesis written offline is left out" in text
+    # asked for, it is there
+    assert synthesis_ids(cli) == [done["id"]]
+    assert cli.json("show", done["id"])["id"] == done["id"]
 
 
 def test_a_new_entry_makes_the_domain_out_of_date_and_the_next_synthesis_supersedes(cli, ledger):
@@ -161,6 +183,21 @@ def test_an_extractive_synthesis_is_upgraded_once_an_llm_is_configured(cli, wiki
     assert "extractive" in plan["reason"]
     MockBackend.enqueue(good)
     assert cli.json("consolidate")["domains"][0]["supersedes"] == [old]
+
+
+def test_a_skip_after_an_extractive_synthesis_is_remembered(cli, wiki_path, ledger):
+    """After an offline synthesis, a domain the LLM answered SKIP for was asked again every
+    night with the same input."""
+    cli.json("consolidate")  # offline: extractive
+    configure(wiki_path)
+    MockBackend.enqueue("SKIP: nothing to add to these notes")
+    assert cli.json("consolidate")["domains"][0]["status"] == "skipped"
+    again = cli.json("consolidate")
+    assert again["calls"] == 0 and again["domains"] == []
+    assert len(MockBackend.history) == 1
+    add(cli, "Keep two replicas of the ledger")  # new input: asked again
+    MockBackend.enqueue(good)
+    assert cli.json("consolidate")["domains"][0]["status"] == "written"
 
 
 def test_skip_writes_no_entry_logs_a_line_and_is_remembered(cli, wiki_path, ledger):
@@ -309,6 +346,42 @@ def test_a_backend_that_keeps_failing_stops_the_run_loudly(cli, wiki_path, ledge
     record = (wiki_path / "synthesis-failures.md").read_text()
     assert "- reason: backend-failed: server error (500) (after 2 attempts)" in record
     assert synthesis_ids(cli) == [] and synthesis_ids(cli, "security") == []
+
+
+def test_with_an_llm_each_statement_is_checked_against_its_citations_by_default(
+    cli, wiki_path, ledger
+):
+    """The lexical check passes 'The ledger moved to MySQL because the team dislikes Postgres
+    [K]' when K exists; with an LLM backend a second call now judges it, unless settings say
+    not to, and the run reports what that added."""
+    path = wiki_path / "settings.yaml"
+    path.write_text(path.read_text().replace("backend: offline", "backend: mock", 1))
+    claim = "The ledger moved to MySQL because the team dislikes Postgres."
+    wrong = json.dumps({"title": "Ledger", "summary": "The ledger's store.",
+                        "statements": [{"text": claim, "cites": [ledger[0]]}]})  # fmt: skip
+    verdict = json.dumps({"unsupported": [{"statement": 1, "reason": "it says Postgres"}]})
+    MockBackend.enqueue(wrong, verdict, wrong, verdict)
+    result = cli("consolidate", code=1)  # its one domain failed: the claim is not published
+    assert "failed    shared/ledger  unsupported" in result.stdout
+    assert "checking statements against their citations took 2 calls" in result.stdout
+    assert purposes() == ["consolidate", "consolidate-verify", "consolidate-repair",
+                          "consolidate-verify"]  # fmt: skip
+    assert synthesis_ids(cli) == []
+    MockBackend.reset()
+    MockBackend.enqueue(wrong, verdict, wrong, verdict)
+    out = cli.json("consolidate", code=1)
+    assert out["verify"]["with_llm"] and out["verify"]["calls"] == 2
+    assert out["verify"]["tokens"] > 0 and out["verify"]["tokens"] < out["tokens"]
+    assert out["domains"][0]["verify_calls"] == 2
+    # A setting turns it off; the flag turns it on for one run.
+    path.write_text(path.read_text().replace("verify_with_llm: true", "verify_with_llm: false"))
+    MockBackend.reset()
+    MockBackend.enqueue(wrong)
+    out = cli.json("consolidate")
+    assert out["domains"][0]["status"] == "written" and out["verify"] == {
+        "with_llm": False, "calls": 0, "tokens": 0}  # fmt: skip
+    offline = cli.json("consolidate", "--all", "--backend", "offline")
+    assert offline["verify"]["with_llm"] is False
 
 
 def test_verify_with_llm_flags_an_unsupported_statement(cli, wiki_path, ledger, previous):

@@ -257,7 +257,7 @@ def test_proposals_superseding_one_entry_twice_form_a_chain(cli, wiki_path, mock
     """Two parts of one source both replace the same entry: the later replaces the earlier."""
     old = cli.json(*write_args("Payout events go through SQS FIFO", domain="payments"))["id"]
     settings = wiki_path / "settings.yaml"
-    settings.write_text(settings.read_text() + "ingest:\n  chunk_tokens: 150\n")
+    settings.write_text(settings.read_text().replace("chunk_tokens: 6000", "chunk_tokens: 150"))
 
     def replace_once(prompt):
         lines = mock_ingest.shown_lines(prompt)
@@ -468,7 +468,7 @@ def test_only_the_most_related_lines_go_with_a_part(cli, wiki_path, mock):
         *write_args("Payout events go through SQS FIFO per merchant", domain="payments")
     )["id"]
     settings = wiki_path / "settings.yaml"
-    settings.write_text(settings.read_text() + "ingest:\n  index_tokens: 500\n")
+    settings.write_text(settings.read_text().replace("index_tokens: 2000", "index_tokens: 500"))
     mock.enqueue(mock_ingest.respond)
     out = cli.json("ingest", DAY2, "--backend", "mock")
     (_, prompt) = mock.history[0]

@@ -25,12 +25,12 @@ WRITE = {"id", "path", "sha256", "created"}
 ENTRY = {
     "id", "type", "date", "summary", "domain", "status", "written_status", "superseded_by",
     "scope", "origin", "actors", "tags", "supersedes", "alternatives_considered", "aliases",
-    "questions", "sources", "path", "archive", "sha256",
+    "questions", "sources", "resolves", "path", "archive", "sha256",
 }  # fmt: skip
 INDEX = {"entries", "parsed", "removed", "written", "stale", "problems", "vectors"}
 CONSOLIDATE = {
     "backend", "backend_source", "model", "method", "dry_run", "budget", "calls", "tokens",
-    "up_to_date", "error", "llm_outcome", "limits", "domains",
+    "up_to_date", "error", "llm_outcome", "limits", "verify", "domains",
 }  # fmt: skip
 ARCHIVE = {
     "archive", "archived", "finished", "skipped", "older_than_days", "cutoff", "dry_run",
@@ -43,7 +43,7 @@ BRIEF = {
     "date", "days", "since", "until", "reader", "scopes", "counts", "new", "superseded",
     "superseded_total", "syntheses_replaced", "open_incidents", "open_incidents_total",
     "decisions", "failures", "llm", "narrative", "error", "backend", "backend_source",
-    "llm_outcome",
+    "llm_outcome", "forks",
 }  # fmt: skip
 IMPORT = {
     "folder", "repository", "domain", "dry_run", "found", "created", "imported", "updated",

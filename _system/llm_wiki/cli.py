@@ -16,7 +16,7 @@ from typing import Any, TypeVar
 
 import click
 
-from llm_wiki.errors import InvalidInput, WikiError
+from llm_wiki.errors import InvalidInput, WikiError, storage_failure
 from llm_wiki.version import __version__
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -63,10 +63,19 @@ def _one_line(exc: click.UsageError) -> click.UsageError:
     return _UsageError(f"{text.rstrip('.')}; see `{where} --help`.", exc.ctx)
 
 
+MAX_ARGS = 5_000  # click's parser takes quadratic time in the number of arguments
+
+
 class _OneLineErrors:
     """Parse errors (bad flags, missing arguments) as one line on stderr, exit 2."""
 
     def make_context(self, *args: Any, **kwargs: Any) -> click.Context:
+        argv = args[1] if len(args) > 1 else kwargs.get("args", ())
+        if len(argv) > MAX_ARGS:
+            raise _UsageError(
+                f"{len(argv)} command-line arguments, over {MAX_ARGS}; put the entry in a file "
+                "and pass --from FILE."
+            )
         try:
             return super().make_context(*args, **kwargs)  # type: ignore[misc]
         except click.UsageError as exc:
@@ -178,10 +187,16 @@ class _Group(_Verbosity, _OneLineErrors, _ExampleHelp, click.Group):
         except WikiError as exc:
             click.echo(f"Error: {exc.message}", err=True)
             ctx.exit(exc.exit_code)
-        except click.UsageError as exc:  # an unknown command
-            raise _one_line(exc) from None
         except BrokenPipeError:  # `llm-wiki list | head`
             sys.stderr.close()
+            ctx.exit(1)
+        except click.UsageError as exc:  # an unknown command
+            raise _one_line(exc) from None
+        except Exception as exc:  # a full disk, a read-only folder, a file-size limit: not a bug
+            failure = storage_failure(exc)
+            if failure is None:
+                raise
+            click.echo(f"Error: {failure.message}", err=True)
             ctx.exit(1)
 
 
@@ -330,6 +345,12 @@ def wiki_init(path: str | None, as_json: bool, wiki_path: str | None) -> None:
     "--supersedes", multiple=True, metavar="ID", help="An entry this one replaces (repeatable)."
 )
 @click.option(
+    "--resolves",
+    multiple=True,
+    metavar="ID",
+    help="An incident this entry resolves, which closes it (repeatable).",
+)
+@click.option(
     "--alt",
     multiple=True,
     metavar='"ID: REASON"',
@@ -369,6 +390,7 @@ def entry_write(
     tag: tuple[str, ...],
     actor: tuple[str, ...],
     supersedes: tuple[str, ...],
+    resolves: tuple[str, ...],
     alt: tuple[str, ...],
     alias: tuple[str, ...],
     question: tuple[str, ...],
@@ -400,14 +422,17 @@ def entry_write(
 
     if body is not None and body_file is not None:
         raise InvalidInput("give --body or --body-file, not both.")
+    session = _session(wiki_path, reader)
+    schema = session.wiki.schema
     base: dict[str, Any] = {}
     if from_file is not None:
-        base = load_draft(_read_input(from_file, "--from"), f"--from {from_file}")
+        text = _read_input(from_file, "--from", schema.max_input_bytes)
+        base = load_draft(text, f"--from {from_file}", limits=schema.yaml_limits)
         if entry_id is None and base.get("id"):
             entry_id = str(base["id"])
     if body_file is not None:
-        body = _read_input(body_file, "--body-file")
-    result = _session(wiki_path, reader).write(
+        body = _read_input(body_file, "--body-file", schema.max_input_bytes)
+    result = session.write(
         base,
         type=type_,
         domain=domain,
@@ -415,6 +440,7 @@ def entry_write(
         tags=tag,
         actors=actor,
         supersedes=supersedes,
+        resolves=resolves,
         alternatives=alt,
         aliases=alias,
         questions=question,
@@ -440,17 +466,23 @@ def entry_write(
         click.echo(f"  {result.path}")
 
 
-def _read_input(name: str, flag: str) -> str:
+def _read_input(name: str, flag: str, cap: int) -> str:
+    """A file's (or stdin's) text, read no further than ``cap`` bytes (``--from /dev/zero``)."""
     from llm_wiki.entries import decode_text  # deferred: start-up
 
     try:
         if name == "-":
-            raw = sys.stdin.buffer.read()
+            raw = sys.stdin.buffer.read(cap + 1)
         else:
             with open(name, "rb") as fh:
-                raw = fh.read()
+                raw = fh.read(cap + 1)
     except OSError as exc:
         raise InvalidInput(f"{flag} {name}: {exc.strerror}; check the path.") from None
+    if len(raw) > cap:
+        raise InvalidInput(
+            f"{flag} {name} is over {cap} bytes (schema.md limits.max_input_bytes); write a "
+            "shorter entry, and store big sources with `llm-wiki ingest`."
+        )
     return decode_text(raw, f"{flag} {name}")
 
 
@@ -561,9 +593,16 @@ def _short(text: str, limit: int = 110) -> str:
     is_flag=True,
     help="Exit 1 if INDEX.md, index/ or the catalog is stale; write nothing.",
 )
+@click.option(
+    "--full",
+    is_flag=True,
+    help="Drop the catalog and build it again from every file (after a hand edit of it).",
+)
 @_json_option
 @_wiki_options
-def index_build(check: bool, as_json: bool, wiki_path: str | None, reader: str | None) -> None:
+def index_build(
+    check: bool, full: bool, as_json: bool, wiki_path: str | None, reader: str | None
+) -> None:
     """Rebuild the catalog, INDEX.md and index/ from the entries (only changed files re-parsed).
 
     With walls (access.yaml) the index files are written per scope, under indexes/<scope>/. It
@@ -573,13 +612,17 @@ def index_build(check: bool, as_json: bool, wiki_path: str | None, reader: str |
 
         llm-wiki index
         llm-wiki index --check
+        llm-wiki index --full
     """
-    result = _session(wiki_path, reader).index(check=check, progress=_progress(as_json))
+    result = _session(wiki_path, reader).index(check=check, full=full, progress=_progress(as_json))
     if as_json:
         _print_json(result.to_dict())
     elif check:
         if result.stale:
-            click.echo("Stale (run `llm-wiki index`): " + ", ".join(result.stale))
+            # A catalog that differs from its files may have been edited by hand, which a scan
+            # (that trusts unchanged folders) would not undo.
+            how = "index --full" if ".llm-wiki/catalog.sqlite3" in result.stale else "index"
+            click.echo(f"Stale (run `llm-wiki {how}`): " + ", ".join(result.stale))
         else:
             click.echo(f"Index is up to date ({_n(result.entries, 'entry', 'entries')}).")
     else:
@@ -788,9 +831,10 @@ def _print_stats(stats: Any) -> None:
     help="Tokens this run may spend; default settings.yaml consolidate.max_tokens.",
 )
 @click.option(
-    "--verify-with-llm",
-    is_flag=True,
-    help="A second call checks that each statement is supported by its citations.",
+    "--verify-with-llm/--no-verify-with-llm",
+    default=None,
+    help="A second call checks that each statement is supported by its citations (with an "
+    "LLM backend, on unless settings.yaml consolidate.verify_with_llm is false).",
 )
 @click.option(
     "--dry-run", is_flag=True, help="Show what would be done and its cost; call and write nothing."
@@ -803,7 +847,7 @@ def wiki_consolidate(
     all_domains: bool,
     max_calls: int | None,
     max_tokens: int | None,
-    verify_with_llm: bool,
+    verify_with_llm: bool | None,
     dry_run: bool,
     backend: str | None,
     model: str | None,
@@ -831,7 +875,7 @@ def wiki_consolidate(
         max_calls=max_calls,
         max_tokens=max_tokens,
         dry_run=dry_run,
-        verify_with_llm=True if verify_with_llm else None,
+        verify_with_llm=verify_with_llm,
         backend=backend,
         model=model,
         progress=_progress(as_json),
@@ -847,6 +891,11 @@ def wiki_consolidate(
             f"every domain the LLM worked on failed ({_n(result.count('failed'), 'domain')}, "
             f"{result.llm_failed} of {result.llm_ok + result.llm_failed} LLM replies unusable; "
             "recorded in synthesis-failures.md); try a larger model, or --backend offline."
+        )
+    if result.all_failed:
+        raise WikiError(
+            f"every domain failed ({_n(len(result.domains), 'domain', 'domains')}, nothing "
+            "written); see synthesis-failures.md for why, they are tried again next run."
         )
 
 
@@ -869,6 +918,12 @@ def _print_consolidate(result: Any, dry_run: bool) -> None:
         f"{_n(result.calls, 'LLM call')}, {result.tokens:,} tokens"
         + (" (estimated)." if dry_run else ".")
     )
+    if result.verify_calls:
+        click.echo(
+            f"Of these, checking statements against their citations took "
+            f"{_n(result.verify_calls, 'call')}, {result.verify_tokens:,} tokens "
+            "(settings.yaml consolidate.verify_with_llm: false turns it off)."
+        )
 
 
 def _n(count: int, word: str, plural: str = "") -> str:
@@ -2059,6 +2114,10 @@ def token_revoke(who: str, as_json: bool, wiki_path: str | None, reader: str | N
 
 
 def main() -> None:
+    import signal  # deferred: start-up (only the real command line needs it)
+
+    if hasattr(signal, "SIGXFSZ"):  # a file-size limit (ulimit -f): an error, not a kill
+        signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
     cli(prog_name="llm-wiki")
 
 

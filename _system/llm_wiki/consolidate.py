@@ -74,7 +74,7 @@ DEFAULTS = {
     "chunk_tokens": 6000,
     "retries": 1,
     "retry_wait_seconds": 2,
-    "verify_with_llm": False,
+    "verify_with_llm": True,  # with an LLM backend: the lexical check cannot see a wrong claim
 }
 
 
@@ -101,11 +101,11 @@ class DomainState:
 
     def out_of_date(self, *, llm: bool) -> str | None:
         """Why this domain needs work, or None when it is up to date."""
+        if self.fingerprint == self.skipped:
+            return None  # the LLM saw exactly this input and answered SKIP: asking again costs
         if self.fingerprint == self.recorded:
             if llm and self.method == "extractive":
                 return "its synthesis is extractive and an LLM backend is configured"
-            return None
-        if self.fingerprint == self.skipped:
             return None
         if not self.current:
             return "no synthesis yet"
@@ -212,6 +212,8 @@ class DomainResult:
     statements: int = 0
     check_ms: float = 0.0
     problems: tuple[CitationProblem, ...] = ()  # why it failed, statement by statement
+    verify_calls: int = 0  # of calls and tokens, those the LLM verification added
+    verify_tokens: int = 0
 
     def to_dict(self) -> dict[str, Any]:
         data = dataclasses.asdict(self)
@@ -238,6 +240,15 @@ class ConsolidateResult:
     llm_ok: int = 0  # LLM calls whose reply passed the checks
     llm_failed: int = 0  # LLM calls that failed or whose reply did not pass
     limits: dict[str, Any] = field(default_factory=dict)  # the model's limits and chunk size used
+    verify_with_llm: bool = False  # a second call checked each statement against its citations
+
+    @property
+    def verify_calls(self) -> int:
+        return sum(d.verify_calls for d in self.domains)
+
+    @property
+    def verify_tokens(self) -> int:
+        return sum(d.verify_tokens for d in self.domains)
 
     def count(self, status: str) -> int:
         return sum(1 for d in self.domains if d.status == status)
@@ -247,6 +258,9 @@ class ConsolidateResult:
         """The LLM was asked and every domain it worked on failed (the command exits 1)."""
         done = self.count("written") + self.count("skipped")
         return self.method == "llm" and self.count("failed") > 0 and done == 0
+    def all_failed(self) -> bool:
+        """Every domain worked on failed its checks: the run did nothing, and must say so."""
+        return bool(self.domains) and self.count("failed") == len(self.domains)
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -262,6 +276,11 @@ class ConsolidateResult:
             "error": self.error,
             "llm_outcome": {"ok": self.llm_ok, "failed": self.llm_failed},
             "limits": self.limits,
+            "verify": {
+                "with_llm": self.verify_with_llm,
+                "calls": self.verify_calls,
+                "tokens": self.verify_tokens,
+            },
             "domains": [d.to_dict() for d in self.domains],
         }
 
@@ -391,6 +410,8 @@ class _Tally:
     check_s: float = 0.0
     chunks: int = 0
     cached: int = 0
+    verify_calls: int = 0  # of the calls and tokens above, those the LLM verification added
+    verify_tokens: int = 0
 
 
 @dataclass(frozen=True)
@@ -498,6 +519,7 @@ class _Run:
             llm_ok=self.ok,
             llm_failed=self.failed,
             limits=self.limits,
+            verify_with_llm=self.verify and self.backend.is_llm,
         )
 
     def _result(
@@ -510,6 +532,8 @@ class _Run:
                 cached_chunks=tally.cached,
                 calls=tally.calls,
                 tokens=tally.tokens,
+                verify_calls=tally.verify_calls,
+                verify_tokens=tally.verify_tokens,
             )
         return DomainResult(state.scope, state.domain, status, reason, len(state.evidence), **kw)
 
@@ -894,7 +918,12 @@ class _Run:
             statements=[(n, s.text, s.cites) for n, s in batch],
             blocks=[work.blocks[i] for i in ids if i in work.blocks],
         )
-        text = self._call(work, "consolidate-verify", prompt, "verify")
+        calls, tokens = work.tally.calls, work.tally.tokens
+        try:
+            text = self._call(work, "consolidate-verify", prompt, "verify")
+        finally:
+            work.tally.verify_calls += work.tally.calls - calls
+            work.tally.verify_tokens += work.tally.tokens - tokens
         by_number = dict(batch)
         try:
             data = json_object(text)

@@ -127,6 +127,11 @@ def lint(
     entries = _load_entries(wiki, rows)
     findings += _schema(wiki, rows, entries)
     findings += _supersedes(rows, by_id)
+    with read_catalog(wiki) as catalog:
+        findings += [
+            Finding("error", "forked", (f.old.id, *(h.id for h in f.heads)), f.message())
+            for f in catalog.forks(viewer)
+        ]
     findings += _tamper(wiki, viewer)
     findings += _duplicates(rows)
     findings += _alternatives(rows)

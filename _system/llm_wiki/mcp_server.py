@@ -21,7 +21,7 @@ from collections.abc import Callable
 from typing import Annotated, Any, TypeVar
 
 from llm_wiki.access import Viewer
-from llm_wiki.errors import InvalidInput, WikiError
+from llm_wiki.errors import InvalidInput, WikiError, storage_failure
 from llm_wiki.session import Session
 from llm_wiki.version import __version__
 from llm_wiki.wiki import Wiki
@@ -110,6 +110,11 @@ def build_server(
                 return func(*args, **kwargs)
             except WikiError as exc:
                 raise ToolError(tool_message(exc.message)) from None
+            except Exception as exc:  # a full disk, a read-only folder: one line, not a bug
+                failure = storage_failure(exc)
+                if failure is None:
+                    raise
+                raise ToolError(tool_message(failure.message)) from None
 
         return wrapper  # type: ignore[return-value]  # same signature, for the SDK's schema
 
@@ -172,6 +177,9 @@ def build_server(
         supersedes: Annotated[
             list[str], Field(description="Ids of the entries this one replaces.")
         ] = [],  # noqa: B006
+        resolves: Annotated[
+            list[str], Field(description="Ids of the incidents this entry resolves (closes).")
+        ] = [],  # noqa: B006
         questions: Annotated[
             list[str], Field(description="Questions this entry answers, as someone would ask.")
         ] = [],  # noqa: B006
@@ -206,6 +214,7 @@ def build_server(
             tags=tags,
             actors=actors,
             supersedes=supersedes,
+            resolves=resolves,
             aliases=aliases,
             questions=questions,
             sources=sources,
@@ -378,11 +387,15 @@ def _decode_cursor(cursor: str, filters: dict[str, Any]) -> int:
         data = json.loads(base64.urlsafe_b64decode(padded.encode()))
         offset = int(data["o"])
         same = data["f"] == _filters_key(filters)
-    except (binascii.Error, ValueError, KeyError, TypeError):
+    except (binascii.Error, ValueError, KeyError, TypeError, OverflowError):
         raise InvalidInput(
             "cursor is not one wiki_list returned; call wiki_list without cursor to start over."
         ) from None
-    if not same or offset < 0:
+    if offset < 0 or offset > 2**62:
+        raise InvalidInput(
+            "cursor is not one wiki_list returned; call wiki_list without cursor to start over."
+        )
+    if not same:
         raise InvalidInput(
             "cursor belongs to a listing with other filters; pass the same filters as the call "
             "that returned it, or omit cursor to start over."

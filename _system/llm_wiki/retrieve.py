@@ -302,6 +302,7 @@ def _with_replacements(ranker: Ranker, picks: Sequence[Row], intent: str = "") -
     old design opens what a pick replaced before it; any other opens the replacements right
     after the pick, so the answer can say it was superseded."""
     rows: list[Row] = []
+    rivals: dict[str, set[str]] = {}  # a fork's current entries: each with the others
 
     def add(row: Row) -> None:
         if all(row.id != r.id for r in rows):
@@ -316,6 +317,16 @@ def _with_replacements(ranker: Ranker, picks: Sequence[Row], intent: str = "") -
             group = [row, *ranker.replacements(row)]
         for member in group:
             add(member)
+        for old_id in row.supersedes:  # a pick that is one side of a fork: show the other
+            old = ranker.catalog.get(old_id, ranker.viewer)
+            if old is None or len(old.superseded_by) < 2:
+                continue
+            heads = [r for r in ranker.replacements(old) if not r.superseded_by]
+            if len(heads) < 2:
+                continue
+            for head in heads:
+                rivals.setdefault(head.id, set()).update(h.id for h in heads if h.id != head.id)
+                add(head)
     opened = {r.id for r in rows}
     out = []
     for row in rows:
@@ -323,6 +334,8 @@ def _with_replacements(ranker: Ranker, picks: Sequence[Row], intent: str = "") -
         replaced = [old for old in row.supersedes if old in opened]
         if replaced:
             notes.append("replaces " + ", ".join(replaced))
+        if row.id in rivals:
+            notes.append("forked: " + ", ".join(sorted(rivals[row.id])) + " also holds now")
         if row.superseded_by:
             notes.append("superseded by " + ", ".join(row.superseded_by))
         out.append(Source(row, "; ".join(notes)))
@@ -538,6 +551,9 @@ def _extractive(wiki: Wiki, got: Retrieval, backend: Backend, rejected: str = ""
         lines.append(f"- [{row.id}] ({row.date}, {row.type}{status}) {row.summary}")
         if row.superseded_by:
             lines.append(f"  Superseded by {', '.join(row.superseded_by)}.")
+        if "forked: " in source.note:
+            rivals = source.note.split("forked: ", 1)[1].split(" also holds now")[0]
+            lines.append(f"  Forked: {rivals} supersedes the same entry and also holds now.")
         replaced = [old for old in row.supersedes if old in by_id]
         if replaced:
             lines.append(f"  It replaced {', '.join(replaced)}.")

@@ -113,6 +113,7 @@ class Session:
         tags: Sequence[str] = (),
         actors: Sequence[str] = (),
         supersedes: Sequence[str] = (),
+        resolves: Sequence[str] = (),
         alternatives: Sequence[Alternative | Mapping[str, str] | str] = (),
         aliases: Sequence[str] = (),
         questions: Sequence[str] = (),
@@ -141,6 +142,7 @@ class Session:
             tag=tags,
             actor=actors,
             supersedes=supersedes,
+            resolves=resolves,
             alias=aliases,
             question=questions,
             source=sources,
@@ -463,15 +465,18 @@ class Session:
 
     # ------------------------------------------------------------------ the disk, every scope
 
-    def index(self, *, check: bool = False, progress: Progress | None = None) -> IndexResult:
-        """Bring the catalog, INDEX.md and index/ up to date; ``check``: only say what is stale."""
+    def index(
+        self, *, check: bool = False, full: bool = False, progress: Progress | None = None
+    ) -> IndexResult:
+        """Bring the catalog, INDEX.md and index/ up to date; ``check``: only say what is stale;
+        ``full``: drop the catalog and build it from every file (after a hand edit of it)."""
         from llm_wiki.catalog import check_index, read_catalog, rebuild_index  # deferred: start-up
 
         self._disk("index")
         if check:
             return check_index(self.wiki)
         with reporting(progress):
-            result = rebuild_index(self.wiki)
+            result = rebuild_index(self.wiki, full=full)
             from llm_wiki.ranking import vectors  # deferred: start-up (numpy only when on)
 
             if not vectors.status(self.wiki).on:

@@ -270,12 +270,20 @@ def append_log(wiki: Wiki, *lines: str) -> None:
                 cut = os.pread(fd, end - start, start).rfind(b"\n")
                 keep, end = (start + cut + 1 if cut >= 0 else 0), start
             os.ftruncate(fd, keep)
+            size = keep
         if os.environ.get(CRASH_ENV) == "mid-log":
             os.write(fd, data[: max(1, len(data) // 2)])
             os.fsync(fd)
             crashpoint("mid-log")
-        os.write(fd, data)
-        os.fsync(fd)
+        try:
+            view = memoryview(data)
+            while view:  # a write may be short (a file-size limit): go on until it fails
+                view = view[os.write(fd, view) :]
+            os.fsync(fd)
+        except BaseException:
+            with contextlib.suppress(OSError):  # no torn line left behind: the lock is held
+                os.ftruncate(fd, size)
+            raise
     finally:
         os.close(fd)
 
@@ -284,3 +292,34 @@ def log_op(wiki: Wiki, op: str, subject: str = "", **fields: object) -> None:
     """Record one operation in log.md (taking the write lock)."""
     with locked(wiki):
         append_log(wiki, format_log_line(op, subject, **fields))
+
+
+# --------------------------------------------------------------------------- the log's anchor
+
+
+def log_lines(data: bytes) -> set[bytes]:
+    """The complete lines of a log.md (a torn last line is none), each without its newline."""
+    lines = data.split(b"\n")
+    lines.pop()  # what follows the last newline: empty, or a torn line
+    return {line.rstrip(b"\r") for line in lines if line.strip()}
+
+
+def anchor_path(wiki: Wiki) -> Path:
+    """log.md as this clone last saw it whole (at its last sync or verify): every line in it must
+    stay, byte for byte, in every later log.md."""
+    return wiki.state_path("log-seen.md")
+
+
+def read_anchor(wiki: Wiki) -> set[bytes]:
+    try:
+        return log_lines(anchor_path(wiki).read_bytes())
+    except FileNotFoundError:
+        return set()
+
+
+def describe_line(line: bytes) -> str:
+    """A dropped log line, in a few words: ``write 2026-05-02-use-postgres-3f2a``."""
+    parsed = parse_log_line(line.decode("utf-8", "replace"))
+    if parsed is None:
+        return repr(line[:80].decode("utf-8", "replace"))
+    return f"{parsed.op} {parsed.subject}".strip() + f" of {parsed.time}"

@@ -127,6 +127,7 @@ def _row_values(parsed: Parsed, superseded_by: str | None, line: str) -> tuple[A
         superseded_by,
         line,
         parsed.archive_at,
+        json.dumps(entry.resolves, ensure_ascii=False) if entry.resolves else None,
     )
 
 
@@ -148,7 +149,7 @@ def _insert(catalog: Catalog, parsed: Parsed) -> None:
     entry = parsed.entry
     assert entry is not None
     cur = catalog.db.execute(
-        f"INSERT INTO entries({COLUMNS}) VALUES({','.join('?' * 25)})",
+        f"INSERT INTO entries({COLUMNS}) VALUES({','.join('?' * 26)})",
         _row_values(parsed, None, ""),
     )
     _insert_side_tables(catalog, [(cur.lastrowid, entry)])
@@ -198,7 +199,7 @@ def bulk_load(catalog: Catalog, parsed: Iterable[Parsed], batch: int = 2000) -> 
 
     def flush() -> None:
         catalog.db.executemany(
-            f"INSERT INTO entries(rowid, {COLUMNS}) VALUES({','.join('?' * 26)})", rows
+            f"INSERT INTO entries(rowid, {COLUMNS}) VALUES({','.join('?' * 27)})", rows
         )
         _insert_side_tables(catalog, items)
         rows.clear()

@@ -448,9 +448,14 @@ class Ranker:
         if not rowids:
             return {}
         marks = ",".join("?" * len(rowids))
+        # An extractive synthesis (written offline) repeats its sources' summaries, so it
+        # would outrank each of them; the sources themselves are what a question should open.
         ids = [
             i for (i,) in self.catalog.db.execute(
-                f"SELECT id FROM entries WHERE rowid IN ({marks})", list(rowids)
+                f"SELECT id FROM entries WHERE rowid IN ({marks}) AND NOT (origin = "
+                "'consolidated' AND extra IS NOT NULL AND "
+                "json_extract(extra, '$.method') = 'extractive')",
+                list(rowids),
             )
         ]  # fmt: skip
         return {row.rowid: row for row in self.catalog.rows(self.viewer, ids=ids)}
