@@ -173,6 +173,9 @@ def test_no_reply_holds_what_its_reader_may_not_see(world, data):
         text = got.text
         if action[0] == "tool" and action[1] == "wiki_show":  # the error names the id it was given
             text = text.replace(action[2]["id"], "ID")
+        if action[0] == "tool" and action[1] == "wiki_query":  # an answer may quote the question
+            for word in action[2]["question"].rstrip("?").split():
+                text = text.replace(word, "Q")
         assert leaks(text, caller, ids) == [], (caller, action)
         if action[0] == "tool" and action[1] == "wiki_show":
             target = action[2]["id"]
