@@ -259,6 +259,7 @@ class ConsolidateResult:
         done = self.count("written") + self.count("skipped")
         return self.method == "llm" and self.count("failed") > 0 and done == 0
 
+    @property
     def all_failed(self) -> bool:
         """Every domain worked on failed its checks: the run did nothing, and must say so."""
         return bool(self.domains) and self.count("failed") == len(self.domains)
