@@ -199,6 +199,9 @@ def refresh(
             else:
                 todo.append((rowid, entry_id, sha, scope))
         missing = max(0, len(todo) - limit) if limit is not None else 0
+        missing_by_scope: dict[str, int] = {}
+        for _, _, _, scope in todo[len(todo) - missing :] if missing else ():
+            missing_by_scope[scope] = missing_by_scope.get(scope, 0) + 1
         todo = todo[: len(todo) - missing]
         started = time.process_time()
         new_vectors = _embed(enc, catalog, [t[0] for t in todo], progress)
@@ -236,6 +239,7 @@ def refresh(
             "token": token,
             "rows": count,
             "missing": missing,
+            "missing_by_scope": missing_by_scope,
             "scopes": scopes,
             "catalog": state if not missing else "",
         }
@@ -299,6 +303,14 @@ class Vectors:
         self.scopes: list[str] = list(meta["scopes"])
         self.encoder = encoder
         self.missing = int(meta.get("missing", 0))
+        self.missing_by_scope: dict[str, int] = dict(meta.get("missing_by_scope") or {})
+
+    def missing_for(self, viewer: Viewer) -> int:
+        """Entries the viewer may read that still have no vector: only those decide whether the
+        vectors rank for this reader (another scope's backlog must not change what it sees)."""
+        if viewer.sees_all or self.missing and not self.missing_by_scope:
+            return self.missing
+        return sum(n for scope, n in self.missing_by_scope.items() if viewer.can_read(scope))
 
     @classmethod
     def open(cls, wiki: Wiki, catalog: Catalog, *, embed_limit: int = QUERY_EMBED_LIMIT) -> Vectors:
