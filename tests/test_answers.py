@@ -225,7 +225,12 @@ def test_question_kinds_what_replaced_what():
 def test_current_is_never_a_rejected_record(records):
     answer, _ = ask(records, "Does each namespace still get its own dedicated ingress controller?")
     lines = quoted(answer)
-    assert lines[0][0].startswith("Current decision: Shared Ingress Controllers for teams")
+    # which proposed record the ranker puts first is retrieval's business (issue 15); the rule
+    # here is that the rejected record is never presented as the current decision
+    assert lines[0][0].startswith("Current decision: ")
+    assert not any(
+        t.startswith("Current decision: Dedicated Ingress Controllers") for t, _ in lines
+    )
     assert any(
         t.startswith("Rejected (2020-09-02): Dedicated Ingress Controllers") for t, _ in lines
     )
