@@ -93,7 +93,11 @@ sys.modules["fcntl"] = None  # as where there is no fcntl: `import fcntl` raises
 import llm_wiki
 for module in pkgutil.walk_packages(llm_wiki.__path__, "llm_wiki."):
     if module.name != "llm_wiki.__main__":
-        importlib.import_module(module.name)
+        try:
+            importlib.import_module(module.name)
+        except ModuleNotFoundError as exc:  # only an optional extra may be missing (embeddings)
+            if exc.name != "numpy":
+                raise
 from llm_wiki import store
 from llm_wiki.errors import WikiError
 from llm_wiki.wiki import Wiki

@@ -12,10 +12,10 @@ import pytest
 from conftest import CORPORA, Cli
 
 TDR = CORPORA / "nationalarchives__tdr-dev-documentation"
-COGNITO = "2020-04-01-restricting-user-access-to-s3-objects-c8a4"  # replaced by CLOUDFRONT
-CLOUDFRONT = "2021-09-17-proxy-s3-uploads-through-cloudfront-9503"
-KEYCLOAK_OLD = "2020-06-17-keycloak-user-administrators-configuration-d534"
-KEYCLOAK_NEW = "2020-07-21-keycloak-user-administrators-configuration-60c0"
+COGNITO = "2020-04-01-restricting-user-access-to-s3-objects-91cf"  # replaced by CLOUDFRONT
+CLOUDFRONT = "2021-09-17-proxy-s3-uploads-through-cloudfront-4d7d"
+KEYCLOAK_OLD = "2020-06-17-keycloak-user-administrators-configuration-56e8"
+KEYCLOAK_NEW = "2020-07-21-keycloak-user-administrators-configuration-cec3"
 
 EXTRA = (
     importlib.util.find_spec("numpy") is not None

@@ -1135,7 +1135,7 @@ def wiki_query(
     Example usage:
 
     \b
-        llm-wiki query "Which database holds the ledger, and why?"
+        llm-wiki query "Which database holds the ledger now, and why?"
         llm-wiki query "Why SQS?" --backend anthropic --json
         llm-wiki query "How do we deploy?" --backend claude-cli --file-back
     """

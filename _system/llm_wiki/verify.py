@@ -73,8 +73,11 @@ def verify(wiki: Wiki, viewer: Viewer, *, lock_held: bool = False) -> VerifyResu
     line any commit held are still in log.md, and no commit rewrote an entry. Findings about
     entries the viewer may not read are left out: hidden looks like absent.
     """
+    from llm_wiki.catalog import parsed_shas  # deferred: only verify reads it
+
     logged: dict[str, _Logged] = {}
     offset = _follow_log(wiki, logged, 0)
+    parsed = parsed_shas(wiki)  # bytes the catalog already parsed need no second parse
     findings: list[Finding] = []
     present: set[str] = set()
     checked = 0
@@ -99,7 +102,7 @@ def verify(wiki: Wiki, viewer: Viewer, *, lock_held: bool = False) -> VerifyResu
         checked += 1
         if record.sha != store.sha256_bytes(data):
             findings.append(Finding("edited", entry_id, rel, KINDS["edited"]))
-        elif not _parses(data, rel):
+        elif parsed.get(entry_id) != record.sha and not _parses(data, rel):
             findings.append(Finding("unreadable", entry_id, rel, KINDS["unreadable"]))
     if unlogged:
         # A write links its file, then appends its line: a file seen before its line is a write

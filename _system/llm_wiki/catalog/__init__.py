@@ -88,6 +88,26 @@ def _catalog_path(wiki: Wiki) -> Path:
     return wiki.state_path("catalog.sqlite3")
 
 
+def parsed_shas(wiki: Wiki) -> dict[str, str]:
+    """Entry id -> sha256 of each file the catalog parsed into a row, read as it stands (no
+    refresh, no lock); empty when there is no catalog of this version. verify uses it to skip
+    parsing a file whose bytes are the very bytes the catalog already parsed."""
+    path = _catalog_path(wiki)
+    if not path.exists():
+        return {}
+    try:
+        db = sqlite3.connect(f"file:{path}?mode=ro", uri=True, timeout=5)
+        try:
+            got = db.execute("SELECT value FROM meta WHERE key='version'").fetchone()
+            if not got or got[0] != CATALOG_VERSION:
+                return {}
+            return dict(db.execute("SELECT id, sha256 FROM entries"))
+        finally:
+            db.close()
+    except sqlite3.Error:
+        return {}
+
+
 def open_catalog(wiki: Wiki, *, lock_held: bool = True) -> Catalog:
     """Open the catalog, up to date.
 

@@ -189,7 +189,12 @@ class Ranker:
         # Vectors rank only when every entry the reader may read has one: a list of the few
         # embedded entries would lift exactly those (after a bulk import, until `llm-wiki index`
         # embeds the rest); another scope's backlog does not count (walls).
-        if self.semantic and question.text and self.visible() and not self.vectors().missing_for(self.viewer):
+        if (
+            self.semantic
+            and question.text
+            and self.visible()
+            and not self.vectors().missing_for(self.viewer)
+        ):
             sem, _ = self.vectors().search(question.text, self.viewer, pool)
             if sem:
                 lists.append([r for r, _ in sem])
