@@ -462,32 +462,16 @@ class AnthropicBackend(Backend):
         }
         if system:
             kwargs["system"] = system
-        try:
-            message = client.messages.create(**kwargs)
-        except anthropic.APITimeoutError:
-            raise BackendFailed(
-                f"the Anthropic API did not answer within {timeout:g} s (after {retries} "
-                f"retries); try again, or raise {ENV_TIMEOUT}."
-            ) from None
-        except anthropic.AuthenticationError:
-            raise BackendUnavailable(
-                "the Anthropic API refused the key (401); check ANTHROPIC_API_KEY."
-            ) from None
-        except anthropic.APIStatusError as exc:
-            raise BackendFailed(
-                f"the Anthropic API answered HTTP {exc.status_code} (after {retries} retries): "
-                f"{one_line(exc.message)}; try again later or use --backend offline."
-            ) from None
-        except anthropic.APIConnectionError as exc:
-            raise BackendFailed(
-                f"cannot reach the Anthropic API ({one_line(str(exc))}); check the network "
-                "or ANTHROPIC_BASE_URL."
-            ) from None
-        except (anthropic.AnthropicError, ValueError) as exc:  # malformed body, bad JSON
-            raise BackendFailed(
-                f"the Anthropic API sent a response that could not be read "
-                f"({one_line(str(exc))}); try again."
-            ) from None
+        message = _sdk_call(
+            anthropic,
+            anthropic.AnthropicError,
+            lambda: client.messages.create(**kwargs),
+            where="the Anthropic API",
+            timeout=timeout,
+            retries=retries,
+            key_env="ANTHROPIC_API_KEY",
+            reach_hint="check the network or ANTHROPIC_BASE_URL",
+        )
         return _message_completion(message, self.model)
 
 
@@ -495,6 +479,41 @@ def one_line(text: str, limit: int = 200) -> str:
     """``text`` on one line (whitespace runs folded), cut to ``limit`` characters with "…"."""
     text = " ".join(str(text).split())
     return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def _sdk_call(
+    sdk: Any,
+    base_error: type[Exception],
+    call: Callable[[], Any],
+    *,
+    where: str,
+    timeout: float,
+    retries: int,
+    key_env: str,
+    reach_hint: str,
+) -> Any:
+    """``call()``, with the errors the anthropic and openai SDKs share (they name their exception
+    classes alike) turned into one-line messages that say what to do."""
+    try:
+        return call()
+    except sdk.APITimeoutError:
+        raise BackendFailed(
+            f"{where} did not answer within {timeout:g} s (after {retries} retries); try "
+            f"again, or raise {ENV_TIMEOUT}."
+        ) from None
+    except sdk.AuthenticationError:
+        raise BackendUnavailable(f"{where} refused the key (401); check {key_env}.") from None
+    except sdk.APIStatusError as exc:
+        raise BackendFailed(
+            f"{where} answered HTTP {exc.status_code} (after {retries} retries): "
+            f"{one_line(exc.message)}; try again later or use --backend offline."
+        ) from None
+    except sdk.APIConnectionError as exc:
+        raise BackendFailed(f"cannot reach {where} ({one_line(str(exc))}); {reach_hint}.") from None
+    except (base_error, ValueError) as exc:  # malformed body, bad JSON
+        raise BackendFailed(
+            f"{where} sent a response that could not be read ({one_line(str(exc))}); try again."
+        ) from None
 
 
 def _message_completion(message: Any, model: str) -> Completion:
@@ -605,31 +624,16 @@ class OpenAIBackend(Backend):
         messages = [{"role": "system", "content": system}] if system else []
         messages.append({"role": "user", "content": prompt})
         kwargs: dict[str, Any] = {"model": self.model, "messages": messages, field: max_tokens}
-        try:
-            reply = client.chat.completions.create(**kwargs)
-        except openai.APITimeoutError:
-            raise BackendFailed(
-                f"{where} did not answer within {timeout:g} s (after {retries} retries); try "
-                f"again, or raise {ENV_TIMEOUT}."
-            ) from None
-        except openai.AuthenticationError:
-            raise BackendUnavailable(
-                f"{where} refused the key (401); check OPENAI_API_KEY."
-            ) from None
-        except openai.APIStatusError as exc:
-            raise BackendFailed(
-                f"{where} answered HTTP {exc.status_code} (after {retries} retries): "
-                f"{one_line(exc.message)}; try again later or use --backend offline."
-            ) from None
-        except openai.APIConnectionError as exc:
-            raise BackendFailed(
-                f"cannot reach {where} ({one_line(str(exc))}); is the server running? Check "
-                "OPENAI_BASE_URL."
-            ) from None
-        except (openai.OpenAIError, ValueError) as exc:  # malformed body, bad JSON
-            raise BackendFailed(
-                f"{where} sent a response that could not be read ({one_line(str(exc))}); try again."
-            ) from None
+        reply = _sdk_call(
+            openai,
+            openai.OpenAIError,
+            lambda: client.chat.completions.create(**kwargs),
+            where=where,
+            timeout=timeout,
+            retries=retries,
+            key_env="OPENAI_API_KEY",
+            reach_hint="is the server running? Check OPENAI_BASE_URL",
+        )
         return _chat_completion(reply, self.model, where)
 
 
