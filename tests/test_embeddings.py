@@ -138,3 +138,20 @@ def test_without_the_extra_ranking_is_lexical_and_says_so(cli, monkeypatch):
     }
     assert cli.json("index")["vectors"] is None
     assert cli.json("query", "Which database holds the ledger?")["cited"]
+
+
+@needs_extra
+def test_vectors_are_on_by_default_and_the_suite_turns_them_off(cli, wiki_path, monkeypatch):
+    """With the extra installed a wiki ranks with vectors unless told otherwise; the suite's
+    $LLM_WIKI_EMBEDDINGS=off (conftest) keeps every other test lexical, and settings.yaml wins
+    over it."""
+    cli(*write_args("Use Postgres for the ledger", domain="ledger"))
+    got = cli.json("stats")["ranking"]
+    assert got["semantic"] is False and "LLM_WIKI_EMBEDDINGS=off" in got["reason"]
+    monkeypatch.delenv("LLM_WIKI_EMBEDDINGS")
+    assert cli.json("stats")["ranking"]["semantic"] is True
+    monkeypatch.setenv("LLM_WIKI_EMBEDDINGS", "off")
+    settings = wiki_path / "settings.yaml"
+    settings.chmod(0o644)
+    settings.write_text(settings.read_text() + "embeddings:\n  enabled: true\n")
+    assert cli.json("stats")["ranking"]["semantic"] is True
