@@ -191,6 +191,40 @@ def test_intent_from_the_words_people_use():
     assert parse_question("What did we decide in 2021?").period == "2021"
 
 
+@pytest.mark.parametrize(
+    ("intent", "question"),
+    [
+        *[("present", q) for q in (
+            "Are we on Kafka these days?", "What's the current approach to secrets?",
+            "Which CI do we run today?", "Has the logging stack changed since then?",
+            "What's in place for auth right now?", "Which registry are teams using at present?",
+            "What is the present policy on ingress?", "What's the latest on the multi-cluster plan?",
+            "Where does the upload go at this point?", "What replaced Concourse?",
+            "Is Concourse the CI we use?", "What is our current CI system?",
+            "Which version of the template is in effect?", "What do we do for alerting?",
+        )],
+        *[("past", q) for q in (
+            "What did we use before GitHub Actions?", "Why was Concourse chosen back in 2018?",
+            "What was the first logging setup?", "How did uploads work before CloudFront?",
+            "What did we have prior to Karpenter?", "What was the earlier approach to ADR ids?",
+            "What were we doing for CI in the early days?",
+            "Why did we once prefer one cluster for everything?",
+        )],
+        *[("", q) for q in (
+            "How does the current-user endpoint get its token?",
+            "Why do we use a shared ingress controller?", "Why do we run our own Keycloak?",
+            "What does the API do with a still image?", "How do we version releases?",
+            "When did we decide to move every namespace to the latest module versions?",
+        )],
+    ],
+)  # fmt: skip
+def test_intent_on_wording_the_dev_questions_do_not_use(intent, question):
+    """Other ways of asking about now and about then (none of them from a question set)."""
+    from llm_wiki.ranking import intent_of
+
+    assert intent_of(question) == intent
+
+
 @pytest.mark.skipif(not EXTRA, reason="pip install 'llm-wiki[embeddings]'")
 def test_the_next_query_embeds_a_new_entry_and_only_it(tdr_wiki, monkeypatch):
     from conftest import write_args
