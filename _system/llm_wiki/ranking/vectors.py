@@ -115,7 +115,7 @@ def encoder(wiki: Wiki) -> tuple[Any, str]:
     folder = wiki.settings.get("embeddings.model")
     key = str(folder or "")
     if key not in _ENCODERS:
-        _ENCODERS[key] = minilm.load(folder or None)
+        _ENCODERS[key] = minilm.load(folder or None, stamp=wiki.state_path("model.sha256"))
     return _ENCODERS[key]
 
 
