@@ -247,3 +247,49 @@ def test_the_next_query_embeds_a_new_entry_and_only_it(tdr_wiki, monkeypatch):
     assert "glacier" in out["opened"][0]["summary"].lower()
     cli.json("query", "Where do consignment exports go for long-term storage?")
     assert embedded == [1]  # nothing changed: nothing embedded, nothing rewritten
+
+
+def test_bm25f_counts_each_field_against_its_own_length(cli, wiki):
+    """The lexical pool's order is BM25F from each column's own term frequency and length
+    (FTS5's counts, read back), computed here independently from the stored columns."""
+    import math
+    import re as _re
+
+    from conftest import write_args
+    from llm_wiki.access import Viewer
+    from llm_wiki.catalog import read_catalog
+    from llm_wiki.ranking import Ranker, lexical, parse_question
+
+    cli(*write_args("Keep the ledger in Postgres", body="Ledger rows. " + "Other words. " * 60))
+    cli(*write_args("Nightly jobs", domain="ops", body="The ledger export reads Postgres."))
+    cli(*write_args("Queues for mail", domain="ops", body="Mail goes through a queue."))
+    terms = ["ledger", "postgres"]
+    with read_catalog(wiki) as catalog:
+        db = catalog.db
+        rows = {int(r): cols for r, *cols in db.execute(f"SELECT rowid, {', '.join(lexical.COLUMNS)} FROM fts")}  # fmt: skip
+        n = len(rows)
+        df = {t: sum(1 for cols in rows.values() if any(t in (c or "").lower() for c in cols)) for t in terms}  # fmt: skip
+        idf = {t: math.log(1 + (n - df[t] + 0.5) / (df[t] + 0.5)) for t in terms}
+        sizes = lexical._column_sizes(db, list(rows))
+        means = lexical.column_means(db)
+        assert means == pytest.approx([sum(s[c] for s in sizes.values()) / n for c in range(6)])
+        got = dict(lexical.bm25f(db, terms, list(rows), idf, means))
+        ranker_got = Ranker(catalog, Viewer.everyone(), semantic=False)._lexical(
+            parse_question("ledger postgres"), 10
+        )
+    expected = {}
+    for rowid, cols in rows.items():
+        score = 0.0
+        for t in terms:
+            tf = sum(
+                lexical.COLUMN_WEIGHTS[c]
+                * len(_re.findall(rf"\b{t}\b", (text or "").lower()))
+                / (1 - lexical.B + lexical.B * (sizes[rowid][c] / means[c] if means[c] else 0))
+                for c, text in enumerate(cols)
+            )
+            score += idf[t] * tf * (lexical.K1 + 1) / (tf + lexical.K1)
+        expected[rowid] = score
+    assert got == pytest.approx(expected)
+    assert [r for r, _ in ranker_got] == sorted(
+        (r for r in expected if expected[r] > 0), key=lambda r: -expected[r]
+    )

@@ -141,8 +141,10 @@ def test_leave_one_folder_out(embeddings):
     params, held, cosine = got["all"]
     depth = ranking.TIME_DEPTH_SEMANTIC if embeddings else ranking.TIME_DEPTH
     assert params["RRF_K"] == ranking.RRF_K and params["TIME_DEPTH"] == depth
-    assert params["COLUMN_WEIGHTS"] == lexical.COLUMN_WEIGHTS
+    weights = lexical.COLUMN_WEIGHTS_SEMANTIC if embeddings else lexical.COLUMN_WEIGHTS
+    assert params["COLUMN_WEIGHTS"] == weights
     assert params["NEWER_FIRST"] == ranking.NEWER_FIRST
+    assert params["BM25F"] == (ranking.BM25F_SEMANTIC if embeddings else ranking.BM25F)
     if embeddings:
         assert cosine == pytest.approx(ranking.COSINE_FLOOR)
     else:
