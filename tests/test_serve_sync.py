@@ -10,7 +10,6 @@ import pytest
 from conftest import Cli, git, write_args
 from serve_world import ACCESS, rpc, server_thread
 
-
 pytestmark = pytest.mark.usefixtures("git_identity")  # commits need an author (conftest)
 
 

@@ -9,7 +9,6 @@ import pytest
 
 from conftest import Cli, git, write_args
 
-
 pytestmark = pytest.mark.usefixtures("git_identity")  # commits need an author (conftest)
 
 
