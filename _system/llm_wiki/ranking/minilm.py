@@ -436,7 +436,7 @@ def _checked_sha256(path: Path, stamp: Path | None) -> str:
     if stamp is not None and sha == SHIPPED_SHA256:
         import contextlib  # deferred: only a first load writes the stamp
 
-        from llm_wiki.files import atomic_write
+        from llm_wiki.files import atomic_write  # deferred: only a first load writes the stamp
 
         with contextlib.suppress(OSError):  # a read-only state folder: hash every time
             atomic_write(stamp, f"{key} {sha}\n")
