@@ -21,6 +21,7 @@ LAYERS = {
     "llm_wiki.errors": 1,
     "llm_wiki.progress": 1,  # what a long run has done; the reporter of the current context
     "llm_wiki.clock": 2,
+    "llm_wiki.yaml_input": 2,  # YAML and JSON read exactly as written, within bounds
     "llm_wiki.entries": 2,
     "llm_wiki.files": 3,
     "llm_wiki.citations": 3,

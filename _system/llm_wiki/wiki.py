@@ -11,9 +11,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from llm_wiki.entries import Schema, decode_text, load_yaml, schema_data, schema_from_data
+from llm_wiki.entries import Schema, decode_text, schema_data, schema_from_data
 from llm_wiki.errors import InvalidInput, WikiError
 from llm_wiki.files import atomic_write
+from llm_wiki.yaml_input import load_yaml
 
 ENV_DIR = "LLM_WIKI_DIR"
 TEMPLATES = Path(__file__).parent / "templates"
