@@ -116,6 +116,8 @@ SLUG_MAX = 60
 
 @dataclass(frozen=True)
 class Alternative:
+    """An option the entry weighed and did not take, and why."""
+
     id: str
     rejected_because: str
 
@@ -130,6 +132,8 @@ class Relation:
 
 @dataclass(frozen=True)
 class Entry:
+    """One entry: its frontmatter fields (in KEY_ORDER) and its markdown body."""
+
     id: str
     type: str
     date: str
@@ -921,6 +925,8 @@ class TypeSpec(NamedTuple):
 
 @dataclass(frozen=True)
 class Schema:
+    """schema.md as rules: the types, the fields each needs, the allowed values, the limits."""
+
     types: Mapping[str, TypeSpec]
     required: tuple[str, ...] = ("type", "date", "summary", "domain")
     statuses: tuple[str, ...] = STATUSES

@@ -25,6 +25,8 @@ IGNORABLE = {".git", ".DS_Store", ".gitignore", ".gitattributes"}
 
 @dataclass(frozen=True)
 class Wiki:
+    """A wiki folder: where its files live, its settings and its schema."""
+
     root: Path
 
     def __post_init__(self) -> None:

@@ -36,6 +36,8 @@ from llm_wiki.wiki import Wiki
 
 @dataclass(frozen=True)
 class WriteResult:
+    """What ``write`` recorded (or, dry run, would record)."""
+
     id: str
     path: str
     sha256: str

@@ -15,16 +15,18 @@ import os
 import time
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 import llm_wiki.progress as progress
 import llm_wiki.store as store
 from llm_wiki.access import walls_on
 from llm_wiki.catalog.db import CATALOG_VERSION, COLUMNS, Catalog, render_line, row_from_db
-from llm_wiki.catalog.index_md import Change, write_index_files
 from llm_wiki.entries import NAME_RE, Entry, decode_text, parse_entry
 from llm_wiki.errors import InvalidInput, WikiError
 from llm_wiki.wiki import Wiki
+
+if TYPE_CHECKING:
+    from llm_wiki.catalog.index_md import Change
 
 TAIL_BYTES = 4096  # of log.md, fingerprinted to notice a log that was merged, not appended to
 
@@ -134,6 +136,8 @@ def _row_values(parsed: Parsed, superseded_by: str | None, line: str) -> tuple[A
 
 @dataclass(frozen=True)
 class ScanResult:
+    """Files a scan re-parsed, rows it dropped, index files it wrote."""
+
     parsed: int
     removed: int
     written: tuple[str, ...] = ()
@@ -141,6 +145,14 @@ class ScanResult:
 
 class _NeedsScan(Exception):
     """Following log.md cannot settle where an entry is; a scan of the files can."""
+
+
+def write_index_files(catalog: Catalog, **kwargs: Any) -> list[str]:
+    """:func:`.index_md.write_index_files`, loaded when something is rendered: a read of a
+    fresh catalog renders nothing."""
+    import llm_wiki.catalog.index_md as index_md  # deferred: start-up of every read
+
+    return index_md.write_index_files(catalog, **kwargs)
 
 
 # --------------------------------------------------------------------------- writing rows
@@ -392,13 +404,15 @@ def _changes(catalog: Catalog) -> dict[str, Change]:
     ):
         if entry_id not in first:
             first[entry_id] = (scope, domain, line) if was else None
+    import llm_wiki.catalog.index_md as index_md  # deferred: only a change renders index files
+
     out: dict[str, Change] = {}
     for entry_id, before in first.items():
         got = catalog.db.execute(
             "SELECT scope, domain, line, date, superseded_by IS NOT NULL FROM entries WHERE id=?",
             (entry_id,),
         ).fetchone()
-        out[entry_id] = Change(before, tuple(got) if got is not None else None)  # type: ignore[arg-type]
+        out[entry_id] = index_md.Change(before, tuple(got) if got is not None else None)  # type: ignore[arg-type]
     return out
 
 
