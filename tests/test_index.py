@@ -151,6 +151,31 @@ def test_index_lists_only_the_folders_that_changed(cli, wiki_path, monkeypatch):
     cli("index", "--check")
 
 
+def test_an_entry_rewritten_in_place_is_reported_by_check_with_the_fix(cli, wiki_path, monkeypatch):
+    """A file rewritten in place (same inode) leaves its folder's stat as it was, so a scan
+    that trusts the settled folder does not see it; `index --check` does, and says to run
+    `index --full`, after which the catalog and index files match the files again."""
+    import importlib
+
+    ids = populate(cli, monkeypatch)
+    monkeypatch.setattr(importlib.import_module("llm_wiki.catalog.refresh"), "FOLDER_SETTLED_NS", 0)
+    cli("index")  # the folders are signed as settled
+    path = wiki_path / f"entries/2026/02/{ids['Adopt Kubernetes for services']}.md"
+    path.chmod(0o644)
+    with open(path, "r+") as fh:  # in place: no new file, no rename
+        text = fh.read().replace("Adopt Kubernetes", "Adopt Nomad")
+        fh.seek(0)
+        fh.write(text)
+        fh.truncate()
+    assert cli.json("index")["parsed"] == 0  # as DESIGN.md says: the folder vouches for it
+    result = cli("index", "--check", code=1)
+    assert "Stale (run `llm-wiki index --full`)" in result.stdout
+    assert ".llm-wiki/catalog.sqlite3" in result.stdout
+    assert cli.json("index", "--full")["parsed"] == 6
+    assert "Adopt Nomad" in (wiki_path / "index/platform.md").read_text()
+    cli("index", "--check")
+
+
 def test_unparseable_file_is_reported_not_fatal(cli, wiki_path, monkeypatch):
     populate(cli, monkeypatch)
     bad = wiki_path / "entries/2026/03/broken.md"
