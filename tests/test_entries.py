@@ -172,6 +172,24 @@ def test_fast_frontmatter_reads_what_dump_entry_writes_as_yaml_does(entry):
     assert fast == _yaml_mapping(head)
 
 
+@pytest.mark.parametrize("role", ["': [", '": [', 'a\\": [', "x: [y]"])
+def test_fast_frontmatter_reads_a_quoted_role_that_holds_its_own_separator(role):
+    from llm_wiki.entries import fast_frontmatter, split_frontmatter
+
+    entry = Entry(
+        id="2026-01-02-use-madr-4-1a2b",
+        type="decision",
+        date="2026-01-02",
+        summary="Use MADR 4",
+        domain="docs",
+        roles=((role, ("alice",)),),
+    )
+    head, _ = split_frontmatter(dump_entry(entry))
+    fast = fast_frontmatter(head)
+    assert fast is not None and fast == _yaml_mapping(head)
+    assert fast["roles"] == {role: ["alice"]}
+
+
 @st.composite
 def mangled_heads(draw):
     """A dumped head with a few characters inserted, deleted or replaced anywhere in it."""

@@ -421,6 +421,20 @@ def _fast_scalar(raw: str, res: _FastRes, flow: bool = False) -> str | None:
     return raw
 
 
+def _closing_quote(raw: str, start: int) -> int:
+    """Where the double-quoted scalar opening at ``raw[start]`` closes (-1: it does not): the
+    next ``"`` behind an even run of backslashes."""
+    close = start + 1
+    while True:
+        close = raw.find('"', close)
+        if close < 0:
+            return -1
+        run = close - len(raw[:close].rstrip("\\"))
+        if run % 2 == 0:
+            return close
+        close += 1
+
+
 def _fast_list(raw: str, res: _FastRes) -> list[str] | None:
     """A flow list as dump_entry writes it: ``[a, "b, c", d]`` (``[]`` when empty)."""
     if raw == "[]":
@@ -440,15 +454,9 @@ def _fast_list(raw: str, res: _FastRes) -> list[str] | None:
     while True:
         item: str | None
         if raw[pos : pos + 1] == '"':
-            close = pos + 1
-            while True:
-                close = raw.find('"', close)
-                if close < 0 or close >= end:
-                    return None
-                run = close - len(raw[:close].rstrip("\\"))
-                if run % 2 == 0:
-                    break
-                close += 1
+            close = _closing_quote(raw, pos)
+            if close < 0 or close >= end:
+                return None
             item = _fast_quoted(raw[pos + 1 : close], res)
             stop = close + 1
         else:
@@ -492,7 +500,12 @@ def fast_frontmatter(head: str) -> dict[str, Any] | None:
             roles: dict[str, list[str]] = {}
             while i < count and lines[i].startswith("  "):
                 role_line = lines[i][2:]
-                cut = role_line.find(": [")  # a quoted role holding one reads as unquoted
+                if role_line[:1] == '"':  # a quoted role may itself hold ": ["
+                    cut = _closing_quote(role_line, 0) + 1
+                    if cut <= 0 or role_line[cut : cut + 3] != ": [":
+                        return None
+                else:
+                    cut = role_line.find(": [")
                 role = _fast_scalar(role_line[:cut], res) if cut > 0 else None
                 names = _fast_list(role_line[cut + 2 :], res) if role is not None else None
                 if role is None or names is None or role in roles:
