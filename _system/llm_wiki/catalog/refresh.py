@@ -489,6 +489,9 @@ def scan(catalog: Catalog) -> ScanResult:
         catalog.db.executemany(
             "INSERT OR REPLACE INTO dirstat(month, sig) VALUES(?, ?)", signatures.items()
         )
+        # A scan may change any row without a line in log.md: readers that follow the log on
+        # their own (the site's build state) see a new generation and start over.
+        catalog.set_meta("generation", os.urandom(8).hex())
         _consume_log(catalog)
     written = write_index_files(catalog, domains=touched, full=True)
     if catalog.meta("version") != CATALOG_VERSION:  # the first build is complete

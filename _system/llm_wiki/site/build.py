@@ -29,12 +29,16 @@ import jinja2
 import llm_wiki.site.html as html  # the submodules, not the package (which imports this one)
 import llm_wiki.site.pictures as pictures
 from llm_wiki.access import Viewer, walls_on
-from llm_wiki.catalog import Row
+import llm_wiki.site.state as state
+import llm_wiki.store as store
+from llm_wiki.catalog import Row, read_catalog
 from llm_wiki.entries import NAME_RE, sha256_hex, slugify
 from llm_wiki.errors import InvalidInput
 from llm_wiki.site.obsidian import write_graph_notes
-from llm_wiki.site.text import render_body, words
-from llm_wiki.site.view import View, load_view, raw_sources
+from llm_wiki.site.text import CITE_RE, render_body, words
+from llm_wiki.site.view import View, raw_sources
+from llm_wiki.verify import HashCache, logged_entries
+from llm_wiki.verify import verify as verify_wiki
 from llm_wiki.version import __version__
 from llm_wiki.wiki import TEMPLATES, Wiki
 
@@ -76,6 +80,7 @@ class _Page:
     template: str  # a template under templates/site/, or "" for a file made by ``make``
     context: Callable[[], dict[str, Any]]
     make: Callable[[dict[str, Any]], bytes] | None = None
+    keys: tuple[str, ...] = ()  # what it lists the members of (see site/state.py)
 
     @property
     def root(self) -> str:
@@ -88,14 +93,76 @@ def default_out(wiki: Wiki, viewer: Viewer) -> Path:
     return base / viewer.name if walls_on(wiki) and viewer.name else base
 
 
-def build_site(wiki: Wiki, viewer: Viewer, out: str | os.PathLike[str] | None = None) -> SiteResult:
-    """Build (or bring up to date) the static site of what ``viewer`` may read, in ``out``."""
+def build_site(
+    wiki: Wiki,
+    viewer: Viewer,
+    out: str | os.PathLike[str] | None = None,
+    *,
+    full: bool = False,
+) -> SiteResult:
+    """Build (or bring up to date) the static site of what ``viewer`` may read, in ``out``.
+
+    It follows log.md from where the last build in ``out`` stopped (see site/state.py) when it
+    can; ``full``: start over (every row read, every entry file hashed, every page planned)."""
     target = Path(out).expanduser().resolve() if out is not None else default_out(wiki, viewer)
     _check_out(wiki, target)
-    view = load_view(wiki, viewer)
-    builder = _Builder(view, target)
+    code = _code_fingerprint()
+    reader = viewer.name if viewer.walls else ""
+    try:
+        manifest_bytes = (target / MANIFEST).read_bytes()
+    except OSError:
+        manifest_bytes = b""
+    prev = None
+    saved = state.state_path(wiki, target)
+    if not full and manifest_bytes:
+        prev = state.load(saved, code, reader, sha256_hex(manifest_bytes))
+    inputs = _Inputs.read(wiki, prev)
+    with read_catalog(wiki) as catalog:  # after log.md: the catalog holds at least its lines
+        generation = catalog.meta("generation")
+        if prev is not None and not inputs.followable(prev, generation):
+            prev = None
+        if prev is None:
+            rows = catalog.rows(viewer)
+            change = None
+        else:
+            hashes = HashCache(prev["files"], prev["archives"])
+            result = verify_wiki(wiki, viewer, logged=inputs.logged, hashes=hashes)
+            rows, change = _follow(catalog, viewer, prev, inputs, hashes)
+    view = View(wiki, viewer, rows, lines=inputs.lines)
+    if prev is None:
+        hashes = HashCache()
+        result = verify_wiki(wiki, viewer, logged=inputs.logged, hashes=hashes)
+    view.__dict__["verify"] = result
+    builder = _Builder(view, target, code, manifest_bytes, prev, change, inputs)
     written, removed, pages = builder.run()
-    notes = write_graph_notes(view)
+    if change is None or change.rows:
+        notes = write_graph_notes(view)
+    else:
+        notes = prev["notes"] if prev else 0
+    state.save(
+        saved,
+        {
+            "code": code,
+            "reader": reader,
+            "manifest": builder.manifest_sha,
+            "generation": generation,
+            "hard": inputs.hard,
+            "soft": inputs.soft,
+            "raw": inputs.raw,
+            "log_offset": inputs.offset,
+            "log_tail": state.log_tail(wiki, inputs.offset),
+            "lines": inputs.lines,
+            "logged": inputs.logged,
+            "skips": inputs.skips,
+            "rows": [state.row_tuple(r) for r in rows] if change is None else change.tuples,
+            "deps": builder.deps,
+            "states": builder.states,
+            "notes": notes,
+            "files": hashes.files,
+            "archives": hashes.archives,
+        },
+        hashes.finish,
+    )
     return SiteResult(
         out=str(target),
         reader=viewer.name,
@@ -105,6 +172,169 @@ def build_site(wiki: Wiki, viewer: Viewer, out: str | os.PathLike[str] | None = 
         entries=len(view.rows),
         graph_notes=notes,
     )
+
+
+@dataclass
+class _Inputs:
+    """log.md as far as this build reads it, and the stamps of the other inputs."""
+
+    lines: list[tuple[str, str, str, dict[str, str]]]
+    new: list[tuple[str, str, str, dict[str, str]]] | None  # since the last build, if followed
+    offset: int
+    logged: dict[str, list[str]]
+    skips: dict[tuple[str, str], str]
+    hard: list[Any]
+    soft: list[Any]
+    raw: dict[str, int]
+
+    @classmethod
+    def read(cls, wiki: Wiki, prev: dict[str, Any] | None) -> _Inputs:
+        from llm_wiki.consolidate import logged_skips  # deferred: the nightly job's module
+
+        start = 0
+        if prev is not None:
+            start = prev["log_offset"]
+            try:
+                size = wiki.log_path.stat().st_size
+            except OSError:
+                size = 0
+            if size < start or state.log_tail(wiki, start) != prev["log_tail"]:
+                prev, start = None, 0
+        new, offset = [], start
+        for end, line in store.read_log(wiki, start):
+            new.append((line.time, line.op, line.subject, line.fields))
+            offset = end
+        if prev is None:
+            logged = logged_entries(new)
+            skips = logged_skips(new)
+            lines, followed = new, None
+        else:
+            logged = logged_entries(new, prev["logged"])
+            skips = logged_skips(new, prev["skips"])
+            lines, followed = prev["lines"] + new, new
+        return cls(
+            lines=lines,
+            new=followed,
+            offset=offset,
+            logged=logged,
+            skips=skips,
+            hard=state.hard_stamps(wiki),
+            soft=state.soft_stamps(wiki),
+            raw=state.raw_listing(wiki),
+        )
+
+    def followable(self, prev: dict[str, Any], generation: str) -> bool:
+        """Whether this build can start from ``prev`` rather than from scratch."""
+        if self.new is None or prev["generation"] != generation:
+            return False
+        if prev["hard"] != self.hard:
+            return False
+        return all(line[1] in state.FOLLOWED_OPS for line in self.new)
+
+
+@dataclass
+class _Change:
+    """What changed since the last build: rows (ids whose row or file changed), the ids whose
+    pages show them (``touched``), the keys of the pages to plan again, the domains whose
+    consolidation state to recompute (None: all)."""
+
+    rows: set[str]
+    touched: set[str]
+    keys: set[str]
+    domains: set[str] | None
+    tuples: list[tuple[Any, ...]]
+
+
+_SUPERSEDES = state._FIELDS.index("supersedes")
+_SOURCES = state._FIELDS.index("sources")
+_SUPERSEDED_BY = state._FIELDS.index("superseded_by")
+_DATE = state._FIELDS.index("date")
+
+
+def _follow(
+    catalog: Any, viewer: Viewer, prev: dict[str, Any], inputs: _Inputs, hashes: HashCache
+) -> tuple[list[Row], _Change]:
+    """The rows now, from the last build's and the catalog's rows of what the new log lines
+    and the changed entry files name."""
+    old = {t[0]: t for t in prev["rows"]}
+    named = {line[2] for line in inputs.new or () if line[1] == "write" and line[2]}
+    named |= {os.path.basename(rel)[:-3] for rel in hashes.changed}
+    named |= {os.path.basename(rel)[:-3] for rel in set(hashes.old_files) - set(hashes.files)}
+
+    def get(entry_id: str) -> tuple[Any, ...] | None:
+        row = catalog.get(entry_id, viewer)
+        return state.row_tuple(row) if row is not None else None
+
+    now = {i: get(i) for i in sorted(named)}
+    linked = set()
+    for i in named:
+        for t in (old.get(i), now[i]):
+            if t is not None:
+                linked.update(t[_SUPERSEDES])
+    for i in sorted(linked - set(now)):
+        now[i] = get(i)
+    changed = named | {i for i, t in now.items() if t != old.get(i)}
+    merged = dict(old)
+    for i in sorted(changed):
+        if now[i] is None:
+            merged.pop(i, None)
+        else:
+            merged[i] = now[i]
+    tuples = list(merged.values())
+    if changed:
+        tuples.sort(key=lambda t: t[0], reverse=True)  # the catalog's order: date DESC,
+        tuples.sort(key=lambda t: bool(t[_SUPERSEDED_BY]))  # superseded last, id DESC
+        tuples.sort(key=lambda t: t[_DATE], reverse=True)
+    else:
+        tuples = prev["rows"]
+    rows = [state.tuple_row(t) for t in tuples]
+    touched = set(changed)
+    keys: set[str] = set()
+    domains: set[str] | None = set()
+    for i in changed:
+        for t in (old.get(i), now.get(i)):
+            if t is None:
+                continue
+            row = state.tuple_row(t)
+            touched.update(row.supersedes, row.sources, row.superseded_by)
+            keys.update(_member_keys(row))
+            domains.add(row.domain)  # type: ignore[union-attr]
+    if changed:
+        for r in rows:
+            if any(s in changed for s in r.supersedes) or any(s in changed for s in r.sources):
+                touched.add(r.id)
+    for i in touched:
+        for t in (old.get(i), merged.get(i)):
+            if t is not None:
+                keys.add(f"m:{t[_DATE][:7]}")
+    keys.update(f"e:{i}" for i in touched)
+    for line in inputs.new or ():
+        keys.add(f"l:{line[0][:7]}")
+        if line[1] == "consolidate-skip" and line[2]:
+            domains.add(line[2])  # type: ignore[union-attr]
+    raw_old = prev["raw"]
+    keys.update(f"r:{n}" for n in set(raw_old) ^ set(inputs.raw))
+    keys.update(f"r:{n}" for n in set(raw_old) & set(inputs.raw) if raw_old[n] != inputs.raw[n])
+    if prev["soft"] != inputs.soft:
+        domains = None  # the failure records count in every domain's state
+        keys.add("*")
+    if keys or inputs.new:
+        keys.add("*")
+    return rows, _Change(changed, touched, keys, domains, tuples)
+
+
+def _member_keys(row: Row) -> Iterator[str]:
+    """The keys of the pages that list ``row`` among their members."""
+    yield f"d:{row.domain}"
+    yield f"m:{row.date[:7]}"
+    for t in row.tags:
+        yield f"t:{t}"
+    for a in row.actors:
+        yield f"a:{a}"
+    for name, _, _ in raw_sources(row.sources):
+        yield f"r:{name}"
+    if any(s.startswith("adr:") for s in row.sources):
+        yield "f:*"
 
 
 def _check_out(wiki: Wiki, out: Path) -> None:
@@ -133,22 +363,79 @@ def _code_fingerprint() -> str:
 
 
 class _Builder:
-    def __init__(self, view: View, out: Path) -> None:
+    def __init__(
+        self,
+        view: View,
+        out: Path,
+        code: str,
+        manifest_bytes: bytes,
+        prev: dict[str, Any] | None,
+        change: _Change | None,
+        inputs: _Inputs,
+    ) -> None:
         self.view = view
         self.out = out
         self.viewer = view.viewer
-        self.code = _code_fingerprint()
+        self.code = code
         self.common = {
             "title": view.wiki.root.name,
             "reader": view.viewer.name if view.viewer.walls else "",
         }
+        self.manifest_bytes = manifest_bytes
+        self.manifest_sha = ""
+        self.prev = prev
+        self.change = change  # None: a full build
+        self.inputs = inputs
+        self.deps: dict[str, list[str]] = {}  # page -> the keys it was made from
+        self._deps: set[str] = set()  # of the page being planned
         self._terms: dict[str, list[str]] = {}  # id -> body words, filled as pages render
+        self._old_terms: dict[str, dict[str, str]] = {}  # month -> id -> "b" of its old shard
         self._refs: dict[str, dict[str, Any]] = {}
         self._decisions: dict[str, dict[str, Any]] = {}
+        self._body: tuple[str, str] = ("", "")
+        self.states = self.domain_states()
+
+    def domain_states(self) -> list[list[Any]]:
+        """[scope, domain, the inspector's line] of each consolidation state; after a write,
+        only the written domains' are computed again."""
+        from llm_wiki.consolidate import domain_states  # deferred: the nightly job's module
+        from llm_wiki.errors import WikiError
+
+        view, change = self.view, self.change
+        domains = change.domains if change is not None else None
+        if domains is not None and not domains:
+            return self.prev["states"]  # type: ignore[index]
+        rows = view.rows if domains is None else [r for r in view.rows if r.domain in domains]
+        try:
+            got = domain_states(view.wiki, view.viewer, rows, self.inputs.skips)
+        except WikiError:
+            got = []
+        fresh = [
+            [
+                s.scope,
+                s.domain,
+                {
+                    "scope": s.scope,
+                    "domain": s.domain,
+                    "entries": len(s.evidence),
+                    "synthesis": s.current[0].id if s.current else None,
+                    "why": s.out_of_date(llm=False) or "",
+                },
+            ]
+            for s in got
+        ]
+        if domains is None:
+            return fresh
+        kept = [s for s in self.prev["states"] if s[1] not in domains]  # type: ignore[index]
+        return sorted(kept + fresh, key=lambda s: (s[0], s[1]))
 
     # -- helpers shared by the page contexts
+    def dep(self, key: str) -> None:
+        self._deps.add(key)
+
     def ref(self, row: Row) -> dict[str, Any]:
         """How a page names another entry (one shared dict per entry: never mutated)."""
+        self._deps.add("e:" + row.id)
         got = self._refs.get(row.id)
         if got is None:
             got = self._refs[row.id] = {
@@ -169,31 +456,63 @@ class _Builder:
     # -- the plan
     def plan(self) -> Iterator[_Page]:
         view = self.view
-        yield _Page("index.html", "home.html", self.home)
-        yield _Page("search.html", "search.html", self.search_page)
-        yield _Page("domains/index.html", "domains.html", self.domain_list)
+        every = ("*",)
+        yield _Page("index.html", "home.html", self.home, keys=every)
+        yield _Page("search.html", "search.html", self.search_page, keys=every)
+        yield _Page("domains/index.html", "domains.html", self.domain_list, keys=every)
         for domain in sorted({r.domain for r in view.rows}):
-            yield _Page(f"domains/{domain}.html", "domain.html", partial(self.domain, domain))
+            yield _Page(
+                f"domains/{domain}.html",
+                "domain.html",
+                partial(self.domain, domain),
+                keys=(f"d:{domain}",),
+            )
         tags, actors = self.subjects()
-        yield _Page("tags/index.html", "subjects.html", partial(self.subject_list, "tag", tags))
-        for name in sorted(tags):
-            yield _Page(f"tags/{slug(name)}.html", "tag.html", partial(self.tag, name, tags))
         yield _Page(
-            "actors/index.html", "subjects.html", partial(self.subject_list, "actor", actors)
+            "tags/index.html", "subjects.html", partial(self.subject_list, "tag", tags), keys=every
+        )
+        for name in sorted(tags):
+            yield _Page(
+                f"tags/{slug(name)}.html",
+                "tag.html",
+                partial(self.tag, name, tags),
+                keys=(f"t:{name}",),
+            )
+        yield _Page(
+            "actors/index.html",
+            "subjects.html",
+            partial(self.subject_list, "actor", actors),
+            keys=every,
         )
         for name in sorted(actors):
             yield _Page(
-                f"actors/{slug(name)}.html", "actor.html", partial(self.actor, name, actors)
+                f"actors/{slug(name)}.html",
+                "actor.html",
+                partial(self.actor, name, actors),
+                keys=(f"a:{name}",),
             )
         for row in sorted(view.rows, key=lambda r: r.id):
             yield _Page(f"entries/{row.id}.html", "entry.html", partial(self.entry, row))
         for name in sorted(self.raw_cited()):
-            yield _Page(f"raw/{name[4:]}.html", "raw.html", partial(self.raw, name))
-        yield _Page("inspector/index.html", "inspector.html", self.inspector)
+            yield _Page(
+                f"raw/{name[4:]}.html", "raw.html", partial(self.raw, name), keys=(f"r:{name}",)
+            )
+        yield _Page("inspector/index.html", "inspector.html", self.inspector, keys=every)
         for month in sorted({item.month for item in view.log}):
-            yield _Page(f"inspector/log-{month}.html", "log.html", partial(self.log, month))
+            yield _Page(
+                f"inspector/log-{month}.html",
+                "log.html",
+                partial(self.log, month),
+                keys=(f"l:{month}",),
+            )
         for month in self.shard_months():
-            yield _Page(f"search/{month}.js", "", partial(self.shard, month), self.make_shard)
+            yield _Page(
+                f"search/{month}.js",
+                "",
+                partial(self.shard, month),
+                self.make_shard,
+                keys=(f"m:{month}",),
+            )
         for name in ASSETS:
             yield _Page(f"assets/{name}", "", partial(dict, asset=name), self.make_asset)
 
@@ -209,13 +528,26 @@ class _Builder:
         self.out.mkdir(parents=True, exist_ok=True)
         if not manifest:  # claim the folder first: a build that dies half-way can be re-run
             self._write_manifest({})
+        change = self.change
+        dirty = change.keys if change is not None else set()
+        prev_deps: dict[str, list[str]] = self.prev["deps"] if self.prev else {}
         for page in self.plan():
+            if change is not None and page.path in old and page.path in prev_deps:
+                before = prev_deps[page.path]
+                if not any(k in dirty for k in before):  # nothing it is made from changed
+                    pages[page.path] = old[page.path]
+                    self.deps[page.path] = before
+                    continue
+            self._deps = set(page.keys)
             context = page.context()
             fp = _fingerprint(self.code, page.template, self.common, context)
             pages[page.path] = fp
             if old.get(page.path) == fp and os.path.isfile(os.path.join(self.out, page.path)):
+                # not rendered: what rendering it would look up was named by its context
+                self.deps[page.path] = sorted(self._deps)
                 continue
             data = page.make(context) if page.make else self.render(page, context)
+            self.deps[page.path] = sorted(self._deps)
             if _write_if_changed(self.out / page.path, data):
                 written.append(page.path)
         removed = []
@@ -235,13 +567,14 @@ class _Builder:
             "reader": self.common["reader"],
             "pages": dict(sorted(pages.items())),
         }
-        data = json.dumps(manifest, indent=1, sort_keys=True) + "\n"
-        _write_if_changed(self.out / MANIFEST, data.encode())
+        data = (json.dumps(manifest, indent=1, sort_keys=True) + "\n").encode()
+        self.manifest_sha = sha256_hex(data)
+        _write_if_changed(self.out / MANIFEST, data)
 
     def _read_manifest(self) -> dict[str, Any]:
         try:
-            data = json.loads((self.out / MANIFEST).read_text(encoding="utf-8"))
-        except (OSError, ValueError):
+            data = json.loads(self.manifest_bytes.decode("utf-8"))
+        except ValueError:
             return {}
         return data if isinstance(data, dict) else {}
 
@@ -299,10 +632,32 @@ class _Builder:
         return {}
 
     def body_of(self, ref: list[Any], entry_id: str) -> str:
-        row = self.view.by_id[entry_id]
-        body = self.view.body(row)
+        if self._body[0] == entry_id:
+            body = self._body[1]
+        else:
+            body = self.view.body(self.view.by_id[entry_id])
         self._terms.setdefault(entry_id, words(body)[:BODY_TERMS])
         return body
+
+    def links(self, row: Row) -> dict[str, Any]:
+        """What rendering ``row``'s body will look up, for its page's context: each ``[id]`` it
+        cites (linked only if visible) and, when it holds a link, the ADR file map (a relative
+        link goes to the entry imported from that file). The body is kept for the render."""
+        body = self.view.body(row)
+        self._body = (row.id, body)
+        cited = sorted(set(CITE_RE.findall(body)))
+        by_id = self.view.by_id
+        for entry_id in cited:
+            self._deps.add("e:" + entry_id)
+        files = ""
+        if "](" in body or "]:" in body:
+            self._deps.add("f:*")
+            files = self.adr_digest
+        return {"cites": [[i, i in by_id] for i in cited], "files": files}
+
+    @functools.cached_property
+    def adr_digest(self) -> str:
+        return sha256_hex(repr(sorted(self.adr_files.items())).encode())
 
     def markdown(self, body: str, root: str) -> Any:
         by_id = self.view.by_id
@@ -404,6 +759,8 @@ class _Builder:
 
     def decision(self, row: Row) -> dict[str, Any]:
         """A decision with its reasons and what it replaced (shared like :meth:`ref`)."""
+        self._deps.add("e:" + row.id)
+        self._deps.update("e:" + i for i in self.view.supersedes.get(row.id, ()))
         got = self._decisions.get(row.id)
         if got is None:
             got = self._decisions[row.id] = {
@@ -430,6 +787,7 @@ class _Builder:
                 **self.ref(s),
                 "body_ref": [s.path, s.archive, s.archive_at, s.sha256],
                 "cites": self.refs(view.cites.get(s.id, ())),
+                "links": self.links(s),
             }
         incidents = [r for r in rows if r.type == "incident"]
         timeline = [
@@ -513,6 +871,9 @@ class _Builder:
     def entry(self, row: Row) -> dict[str, Any]:
         view = self.view
         sources: list[dict[str, Any]] = []
+        deps = self._deps
+        deps.update("e:" + s for s in row.supersedes)  # shown only while visible
+        deps.update("e:" + s for s in row.sources)
         for s in row.sources:
             if s in view.by_id:
                 sources.append({"kind": "entry", "source": s, "ref": self.ref(view.by_id[s])})
@@ -520,6 +881,7 @@ class _Builder:
             raw = next(raw_sources([s]), None)
             if raw is not None:
                 name, first, last = raw
+                deps.add("r:" + name)  # its excerpt
                 sources.append(
                     {"kind": "raw", "source": s, "name": name, "first": first, "last": last}
                 )
@@ -550,6 +912,7 @@ class _Builder:
             "lineage": self.lineage(row),
             "sources": sources,
             "cited_by": self.refs(view.cited_by.get(row.id, ())),
+            "links": self.links(row),
         }
 
     def raw_cited(self) -> dict[str, list[tuple[int | None, int | None, str]]]:
@@ -617,16 +980,7 @@ class _Builder:
                 {"time": f.time, "scope": f.scope, "domain": f.domain, "reasons": list(f.reasons)}
                 for f in view.failures
             ][-30:],
-            "states": [
-                {
-                    "scope": s.scope,
-                    "domain": s.domain,
-                    "entries": len(s.evidence),
-                    "synthesis": s.current[0].id if s.current else None,
-                    "why": s.out_of_date(llm=False) or "",
-                }
-                for s in view.domain_states
-            ],
+            "states": [s[2] for s in self.states],
             "archives": [
                 {
                     "name": name,
@@ -642,6 +996,9 @@ class _Builder:
         }
 
     def log_dict(self, item: Any) -> dict[str, Any]:
+        if item.subject:
+            self._deps.add("e:" + item.subject)
+            self._deps.add("r:" + item.subject)
         href = ""
         if item.subject in self.view.by_id:
             href = f"entries/{item.subject}.html"
@@ -698,10 +1055,13 @@ class _Builder:
         for entry_id, type_, date, domain, status, summary, aliases, questions, tags, _ in ctx[
             "docs"
         ]:
-            if entry_id not in self._terms:
-                self._terms[entry_id] = words(self.view.body(self.view.by_id[entry_id]))[
-                    :BODY_TERMS
-                ]
+            if entry_id in self._terms:
+                terms = " ".join(self._terms[entry_id])
+            else:
+                terms = self.old_terms(date[:7]).get(entry_id)
+                if terms is None:
+                    found = words(self.view.body(self.view.by_id[entry_id]))[:BODY_TERMS]
+                    terms = " ".join(found)
             docs.append(
                 {
                     "id": entry_id,
@@ -713,7 +1073,7 @@ class _Builder:
                     "a": " ; ".join(aliases),
                     "q": " ; ".join(questions),
                     "g": " ".join(tags),
-                    "b": " ".join(self._terms[entry_id]),
+                    "b": terms,
                 }
             )
         data = json.dumps(docs, ensure_ascii=False, sort_keys=True, separators=(",", ":"))
@@ -723,6 +1083,25 @@ class _Builder:
             "file://) */\n(window.LLM_WIKI_SEARCH = window.LLM_WIKI_SEARCH || []).push("
             f"{data});\n"
         ).encode()
+
+    def old_terms(self, month: str) -> dict[str, str]:
+        """Entry id -> its body words as the shard of ``month`` written by the last build holds
+        them, for entries whose row and file have not changed since (none in a full build)."""
+        if self.change is None:
+            return {}
+        got = self._old_terms.get(month)
+        if got is None:
+            got = {}
+            try:
+                text = (self.out / "search" / f"{month}.js").read_text(encoding="utf-8")
+                start, end = text.index(".push(") + 6, text.rindex(");")
+                for doc in json.loads(text[start:end]):
+                    if doc["id"] not in self.change.rows:
+                        got[doc["id"]] = doc["b"]
+            except (OSError, ValueError, KeyError, TypeError):
+                got = {}
+            self._old_terms[month] = got
+        return got
 
     def make_asset(self, ctx: dict[str, Any]) -> bytes:
         return (SITE_TEMPLATES / "assets" / ctx["asset"]).read_bytes()

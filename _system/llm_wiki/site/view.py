@@ -56,6 +56,8 @@ class View:
     superseded_by: dict[str, tuple[str, ...]] = field(init=False)
     cites: dict[str, tuple[str, ...]] = field(init=False)
     cited_by: dict[str, tuple[str, ...]] = field(init=False)
+    # log.md's lines as (time, op, subject, fields), when the caller already holds them
+    lines: list[tuple[str, str, str, dict[str, str]]] | None = None
 
     def __post_init__(self) -> None:
         self.by_id = {r.id: r for r in self.rows}
@@ -135,18 +137,20 @@ class View:
         if the entry is visible (or its logged scope is readable); any other line only if the
         reader may read every scope it names (none named: only a reader who sees everything)."""
         out = []
-        for _, line in store.read_log(self.wiki):
-            scopes = split_scopes(line.fields.get("scope"))
-            if line.op in ("write", "archive") and ID_RE.match(line.subject or ""):
-                row = self.by_id.get(line.subject)
+        lines = self.lines if self.lines is not None else all_lines(self.wiki)
+        by_id, sees = self.by_id, self.viewer.sees
+        for time, op, subject, line_fields in lines:
+            scopes = split_scopes(line_fields.get("scope"))
+            if op in ("write", "archive") and ID_RE.match(subject or ""):
+                row = by_id.get(subject)
                 if row is not None:
                     scopes = [row.scope]
                 elif not scopes:
                     continue  # an entry this reader cannot see (or that is gone)
-            if not self.viewer.sees(scopes):
+            if not sees(scopes):
                 continue
-            fields = tuple(sorted((k, str(v)) for k, v in line.fields.items()))
-            out.append(LogItem(line.time, line.op, line.subject, fields))
+            fields = tuple(sorted((k, str(v)) for k, v in line_fields.items()))
+            out.append(LogItem(time, op, subject, fields))
         return out
 
     @functools.cached_property
@@ -203,6 +207,11 @@ class View:
         if scope and not self.viewer.can_read(scope):
             out = [(k, v) for k, v in out if k != "default_scope"]
         return out
+
+
+def all_lines(wiki: Wiki, start: int = 0) -> list[tuple[str, str, str, dict[str, str]]]:
+    """log.md's complete lines from byte ``start`` as (time, op, subject, fields)."""
+    return [(line.time, line.op, line.subject, line.fields) for _, line in store.read_log(wiki, start)]
 
 
 def load_view(wiki: Wiki, viewer: Viewer) -> View:
