@@ -34,9 +34,11 @@ def note_text(entry_id: str, replaced: list[str]) -> str:
     )
 
 
-def write_graph_notes(view: View) -> int:
+def write_graph_notes(view: View, only: set[str] | None = None) -> int:
     """Write (and prune) the graph notes of the scopes this view's reader may read; return how
-    many notes that reader's scopes hold."""
+    many notes that reader's scopes hold. ``only``: the ids whose rows changed since the last
+    build that wrote them all (a note depends on its entry's row and on which ids are visible):
+    only their notes are written or removed."""
     wiki = view.wiki
     base = wiki.root / FOLDER
     walls = walls_on(wiki)
@@ -44,11 +46,24 @@ def write_graph_notes(view: View) -> int:
     scopes: set[str] = set()
     for row in view.rows:
         scopes.add(row.scope)
-        replaced = [o for o in row.supersedes if o in view.by_id]
-        if not replaced:
+        if not row.supersedes:
             continue
-        folder = base / row.scope if walls else base
-        wanted[folder / f"{row.id}{SUFFIX}"] = note_text(row.id, replaced)
+        replaced = [o for o in row.supersedes if o in view.by_id]
+        if replaced:
+            folder = base / row.scope if walls else base
+            wanted[folder / f"{row.id}{SUFFIX}"] = note_text(row.id, replaced)
+    if only is not None:
+        affected = set(only)
+        affected.update(r.id for r in view.rows if any(o in only for o in r.supersedes))
+        folders = sorted({base / s for s in scopes}) if walls else [base]
+        for entry_id in sorted(affected):
+            for folder in folders:
+                path = folder / f"{entry_id}{SUFFIX}"
+                if path not in wanted:
+                    with contextlib.suppress(FileNotFoundError):
+                        path.unlink()
+        _write_notes({p: t for p, t in wanted.items() if p.name[: -len(SUFFIX)] in affected})
+        return len(wanted)
     folders = {base / s for s in scopes} if walls else {base}
     if walls:
         folders.add(base)  # a whole-wiki set left from before the walls mixes scopes: it goes
@@ -65,6 +80,14 @@ def write_graph_notes(view: View) -> int:
                 path.unlink()
             with contextlib.suppress(OSError):
                 sub.rmdir()
+    _write_notes(wanted)
+    with contextlib.suppress(OSError):
+        if base.is_dir() and not any(base.iterdir()):
+            base.rmdir()
+    return len(wanted)
+
+
+def _write_notes(wanted: dict[Path, str]) -> None:
     for path, text in sorted(wanted.items()):
         data = text.encode()
         try:
@@ -76,7 +99,3 @@ def write_graph_notes(view: View) -> int:
         tmp = path.with_name(f".{path.name}.tmp")
         tmp.write_bytes(data)
         tmp.replace(path)
-    with contextlib.suppress(OSError):
-        if base.is_dir() and not any(base.iterdir()):
-            base.rmdir()
-    return len(wanted)
