@@ -152,7 +152,8 @@ def verify(
             if not visible(_scope_of(data, rel)):
                 continue
             checked += 1
-            if hashes is not None:
+            if hashes is not None:  # what its page shows: named by its bytes' sha256
+                hashes.files[rel] = (*HashCache.key(st), store.sha256_bytes(data))
                 hashes.changed.add(rel)
             findings.append(Finding("unlogged", entry_id, rel, KINDS["unlogged"]))
             continue

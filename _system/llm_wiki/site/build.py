@@ -133,7 +133,7 @@ def build_site(
         hashes = HashCache()
         result = verify_wiki(wiki, viewer, logged=inputs.logged, hashes=hashes)
     view.__dict__["verify"] = result
-    builder = _Builder(view, target, code, manifest_bytes, prev, change, inputs)
+    builder = _Builder(view, target, code, manifest_bytes, prev, change, inputs, hashes)
     written, removed, pages = builder.run()
     if change is None:
         notes = write_graph_notes(view)
@@ -374,8 +374,10 @@ class _Builder:
         prev: dict[str, Any] | None,
         change: _Change | None,
         inputs: _Inputs,
+        hashes: HashCache,
     ) -> None:
         self.view = view
+        self.hashes = hashes.files
         self.out = out
         self.viewer = view.viewer
         self.code = code
@@ -432,8 +434,11 @@ class _Builder:
         return sorted(kept + fresh, key=lambda s: (s[0], s[1]))
 
     # -- helpers shared by the page contexts
-    def dep(self, key: str) -> None:
-        self._deps.add(key)
+    def file_sha(self, row: Row) -> str:
+        """The sha256 of the bytes a page shows of ``row`` (its file as hashed by this build's
+        verify: an edit behind the tool's back changes it; the catalog keeps the logged one)."""
+        got = self.hashes.get(row.path) if not row.archive else None
+        return got[4] if got is not None else row.sha256
 
     def ref(self, row: Row) -> dict[str, Any]:
         """How a page names another entry (one shared dict per entry: never mutated)."""
@@ -791,7 +796,7 @@ class _Builder:
             s = syntheses[0]
             synthesis = {
                 **self.ref(s),
-                "body_ref": [s.path, s.archive, s.archive_at, s.sha256],
+                "body_ref": [s.path, s.archive, s.archive_at, self.file_sha(s)],
                 "cites": self.refs(view.cites.get(s.id, ())),
                 "links": self.links(s),
             }
@@ -911,7 +916,7 @@ class _Builder:
                 "sha256": row.sha256,
                 "verify": view.tamper.get(row.id, ""),
             },
-            "body_ref": [row.path, row.archive, row.archive_at, row.sha256],
+            "body_ref": [row.path, row.archive, row.archive_at, self.file_sha(row)],
             "alternatives": [[a.id, a.rejected_because] for a in row.alternatives],
             "replaced": self.refs(view.supersedes.get(row.id, ())),
             "replaced_by": self.refs(view.superseded_by.get(row.id, ())),
@@ -1050,7 +1055,7 @@ class _Builder:
                     list(r.aliases),
                     list(r.questions),
                     list(r.tags),
-                    r.sha256,
+                    self.file_sha(r),
                 ]
                 for r in rows
             ]
