@@ -36,7 +36,7 @@ from llm_wiki.entries import NAME_RE, sha256_hex, slugify
 from llm_wiki.errors import InvalidInput
 from llm_wiki.site.obsidian import write_graph_notes
 from llm_wiki.site.text import CITE_RE, render_body, words
-from llm_wiki.site.view import View, raw_sources
+from llm_wiki.site.view import Line, View, digest, raw_sources
 from llm_wiki.verify import HashCache, logged_entries
 from llm_wiki.verify import verify as verify_wiki
 from llm_wiki.version import __version__
@@ -157,6 +157,7 @@ def build_site(
             "logged": inputs.logged,
             "skips": inputs.skips,
             "rows": [state.row_tuple(r) for r in rows] if change is None else change.tuples,
+            "keys": builder.keys,
             "deps": builder.deps,
             "states": builder.states,
             "notes": notes,
@@ -180,8 +181,8 @@ def build_site(
 class _Inputs:
     """log.md as far as this build reads it, and the stamps of the other inputs."""
 
-    lines: list[tuple[str, str, str, dict[str, str]]]
-    new: list[tuple[str, str, str, dict[str, str]]] | None  # since the last build, if followed
+    lines: list[Line]
+    new: list[Any] | None  # the parsed lines since the last build, if it is followed
     offset: int
     logged: dict[str, list[str]]
     skips: dict[tuple[str, str], str]
@@ -204,16 +205,17 @@ class _Inputs:
                 prev, start = None, 0
         new, offset = [], start
         for end, line in store.read_log(wiki, start):
-            new.append((line.time, line.op, line.subject, line.fields))
+            new.append(line)
             offset = end
+        digested = [digest(line) for line in new]
         if prev is None:
             logged = logged_entries(new)
             skips = logged_skips(new)
-            lines, followed = new, None
+            lines, followed = digested, None
         else:
             logged = logged_entries(new, prev["logged"])
             skips = logged_skips(new, prev["skips"])
-            lines, followed = prev["lines"] + new, new
+            lines, followed = prev["lines"] + digested, new
         return cls(
             lines=lines,
             new=followed,
@@ -390,7 +392,8 @@ class _Builder:
         self.prev = prev
         self.change = change  # None: a full build
         self.inputs = inputs
-        self.deps: dict[str, list[str]] = {}  # page -> the keys it was made from
+        self.deps: dict[str, tuple[int, ...]] = {}  # page -> the keys it was made from
+        self.keys: list[str] = []  # what those numbers stand for
         self._deps: set[str] = set()  # of the page being planned
         self._terms: dict[str, list[str]] = {}  # id -> body words, filled as pages render
         self._old_terms: dict[str, dict[str, str]] = {}  # month -> id -> "b" of its old shard
@@ -536,12 +539,16 @@ class _Builder:
         if not manifest:  # claim the folder first: a build that dies half-way can be re-run
             self._write_manifest({})
         change = self.change
-        dirty = change.keys if change is not None else set()
-        prev_deps: dict[str, list[str]] = self.prev["deps"] if self.prev else {}
+        prev_deps: dict[str, tuple[int, ...]] = {}
+        if change is not None and self.prev is not None:
+            prev_deps = self.prev["deps"]
+            self.keys = list(self.prev["keys"])
+        index = self._index = {k: i for i, k in enumerate(self.keys)}
+        dirty = {index[k] for k in change.keys if k in index} if change is not None else set()
         for page in self.plan():
             if change is not None and page.path in old and page.path in prev_deps:
                 before = prev_deps[page.path]
-                if not any(k in dirty for k in before):  # nothing it is made from changed
+                if dirty.isdisjoint(before):  # nothing it is made from changed
                     pages[page.path] = old[page.path]
                     self.deps[page.path] = before
                     continue
@@ -551,10 +558,10 @@ class _Builder:
             pages[page.path] = fp
             if old.get(page.path) == fp and os.path.isfile(os.path.join(self.out, page.path)):
                 # not rendered: what rendering it would look up was named by its context
-                self.deps[page.path] = sorted(self._deps)
+                self.deps[page.path] = self._intern(self._deps)
                 continue
             data = page.make(context) if page.make else self.render(page, context)
-            self.deps[page.path] = sorted(self._deps)
+            self.deps[page.path] = self._intern(self._deps)
             if _write_if_changed(self.out / page.path, data):
                 written.append(page.path)
         removed = []
@@ -566,6 +573,19 @@ class _Builder:
             _prune_empty(self.out)
         self._write_manifest(pages)
         return written, removed, len(pages)
+
+    def _intern(self, keys: set[str]) -> tuple[int, ...]:
+        """A page's keys as indexes into ``self.keys`` (the state stays small and a page's
+        check is one set operation)."""
+        index, table = self._index, self.keys
+        out = []
+        for key in keys:
+            i = index.get(key)
+            if i is None:
+                i = index[key] = len(table)
+                table.append(key)
+            out.append(i)
+        return tuple(sorted(out))
 
     def _write_manifest(self, pages: dict[str, str]) -> None:
         manifest = {
