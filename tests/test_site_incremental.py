@@ -56,7 +56,9 @@ steps = st.lists(
         st.tuples(st.just("consolidate")),
         st.tuples(st.just("archive")),
         st.tuples(st.just("edit"), st.integers(0, 20)),
-        st.tuples(st.just("raw"),),
+        st.tuples(
+            st.just("raw"),
+        ),
         st.tuples(st.just("nothing")),
     ),
     min_size=2,

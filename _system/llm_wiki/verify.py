@@ -80,11 +80,17 @@ class HashCache:
         return (st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
 
     def sha_of(self, path: str, rel: str, st: os.stat_result) -> str:
-        key = self.key(st)
         old = self.old_files.get(rel)
-        if old is not None and old[:4] == key:
+        if (
+            old is not None
+            and old[2] == st.st_mtime_ns
+            and old[3] == st.st_ctime_ns
+            and old[1] == st.st_size
+            and old[0] == st.st_ino
+        ):
             self.files[rel] = old
             return old[4]
+        key = self.key(st)
         with open(path, "rb") as fh:
             data = fh.read()
         sha = store.sha256_bytes(data)
@@ -137,13 +143,18 @@ def verify(
     present: set[str] = set()
     checked = 0
 
-    def visible(scope: str) -> bool:
-        return viewer.sees([scope])
+    seen: dict[str, bool] = {}
 
-    root = str(wiki.root)
+    def visible(scope: str) -> bool:
+        got = seen.get(scope)
+        if got is None:
+            got = seen[scope] = viewer.sees([scope])
+        return got
+
+    root = str(wiki.root) + os.sep
     for rel, st in store.iter_entry_stats(wiki):
-        path = os.path.join(root, rel)
-        entry_id = os.path.basename(rel)[:-3]
+        path = root + rel
+        entry_id = rel[rel.rindex("/") + 1 : -3]
         present.add(entry_id)
         record = logged.get(entry_id)
         if record is None:

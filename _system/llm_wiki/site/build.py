@@ -20,7 +20,6 @@ import os
 from collections import Counter
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -28,9 +27,9 @@ import jinja2
 
 import llm_wiki.site.html as html  # the submodules, not the package (which imports this one)
 import llm_wiki.site.pictures as pictures
-from llm_wiki.access import Viewer, walls_on
 import llm_wiki.site.state as state
 import llm_wiki.store as store
+from llm_wiki.access import Viewer, walls_on
 from llm_wiki.catalog import Row, read_catalog
 from llm_wiki.entries import NAME_RE, sha256_hex, slugify
 from llm_wiki.errors import InvalidInput
@@ -78,7 +77,6 @@ class SiteResult:
 class _Page:
     path: str  # relative to the output folder, posix
     template: str  # a template under templates/site/, or "" for a file made by ``make``
-    context: Callable[[], dict[str, Any]]
     make: Callable[[dict[str, Any]], bytes] | None = None
     keys: tuple[str, ...] = ()  # what it lists the members of (see site/state.py)
 
@@ -464,67 +462,70 @@ class _Builder:
         return [self.ref(r) for r in sorted(rows, key=lambda r: (r.date, r.id))]
 
     # -- the plan
-    def plan(self) -> Iterator[_Page]:
+    def plan(self) -> Iterator[tuple[Any, ...]]:
+        """Every page as (path, template, context function, its arguments, maker, keys): plain
+        tuples, so that a rebuild passes over the 10,000 pages nothing touched cheaply."""
         view = self.view
         every = ("*",)
-        yield _Page("index.html", "home.html", self.home, keys=every)
-        yield _Page("search.html", "search.html", self.search_page, keys=every)
-        yield _Page("domains/index.html", "domains.html", self.domain_list, keys=every)
+        yield "index.html", "home.html", self.home, (), None, every
+        yield "search.html", "search.html", self.search_page, (), None, every
+        yield "domains/index.html", "domains.html", self.domain_list, (), None, every
         for domain in sorted({r.domain for r in view.rows}):
-            yield _Page(
+            yield (
                 f"domains/{domain}.html",
                 "domain.html",
-                partial(self.domain, domain),
-                keys=(f"d:{domain}",),
+                self.domain,
+                (domain,),
+                None,
+                (f"d:{domain}",),
             )
         tags, actors = self.subjects()
-        yield _Page(
-            "tags/index.html", "subjects.html", partial(self.subject_list, "tag", tags), keys=every
-        )
+        yield "tags/index.html", "subjects.html", self.subject_list, ("tag", tags), None, every
         for name in sorted(tags):
-            yield _Page(
+            yield (
                 f"tags/{slug(name)}.html",
                 "tag.html",
-                partial(self.tag, name, tags),
-                keys=(f"t:{name}",),
+                self.tag,
+                (name, tags),
+                None,
+                (f"t:{name}",),
             )
-        yield _Page(
+        yield (
             "actors/index.html",
             "subjects.html",
-            partial(self.subject_list, "actor", actors),
-            keys=every,
+            self.subject_list,
+            ("actor", actors),
+            None,
+            every,
         )
         for name in sorted(actors):
-            yield _Page(
+            yield (
                 f"actors/{slug(name)}.html",
                 "actor.html",
-                partial(self.actor, name, actors),
-                keys=(f"a:{name}",),
+                self.actor,
+                (name, actors),
+                None,
+                (f"a:{name}",),
             )
-        for row in sorted(view.rows, key=lambda r: r.id):
-            yield _Page(f"entries/{row.id}.html", "entry.html", partial(self.entry, row))
+        by_id, entry = view.by_id, self.entry
+        for entry_id in sorted(by_id):
+            yield f"entries/{entry_id}.html", "entry.html", entry, (by_id[entry_id],), None, ()
         for name in sorted(self.raw_cited()):
-            yield _Page(
-                f"raw/{name[4:]}.html", "raw.html", partial(self.raw, name), keys=(f"r:{name}",)
-            )
-        yield _Page("inspector/index.html", "inspector.html", self.inspector, keys=every)
+            yield f"raw/{name[4:]}.html", "raw.html", self.raw, (name,), None, (f"r:{name}",)
+        yield "inspector/index.html", "inspector.html", self.inspector, (), None, every
         for month in sorted({item.month for item in view.log}):
-            yield _Page(
+            yield (
                 f"inspector/log-{month}.html",
                 "log.html",
-                partial(self.log, month),
-                keys=(f"l:{month}",),
+                self.log,
+                (month,),
+                None,
+                (f"l:{month}",),
             )
         for month in self.shard_months():
-            yield _Page(
-                f"search/{month}.js",
-                "",
-                partial(self.shard, month),
-                self.make_shard,
-                keys=(f"m:{month}",),
-            )
+            yield f"search/{month}.js", "", self.shard, (month,), self.make_shard, (f"m:{month}",)
         for name in ASSETS:
-            yield _Page(f"assets/{name}", "", partial(dict, asset=name), self.make_asset)
+            yield f"assets/{name}", "", _asset, (name,), self.make_asset, ()
 
     # -- running it
     def run(self) -> tuple[list[str], list[str], int]:
@@ -545,15 +546,17 @@ class _Builder:
             self.keys = list(self.prev["keys"])
         index = self._index = {k: i for i, k in enumerate(self.keys)}
         dirty = {index[k] for k in change.keys if k in index} if change is not None else set()
-        for page in self.plan():
-            if change is not None and page.path in old and page.path in prev_deps:
-                before = prev_deps[page.path]
+        following = change is not None
+        for path, template, function, args, make, keys in self.plan():
+            if following and path in prev_deps and path in old:
+                before = prev_deps[path]
                 if dirty.isdisjoint(before):  # nothing it is made from changed
-                    pages[page.path] = old[page.path]
-                    self.deps[page.path] = before
+                    pages[path] = old[path]
+                    self.deps[path] = before
                     continue
-            self._deps = set(page.keys)
-            context = page.context()
+            page = _Page(path, template, make, keys)
+            self._deps = set(keys)
+            context = function(*args)
             fp = _fingerprint(self.code, page.template, self.common, context)
             pages[page.path] = fp
             if old.get(page.path) == fp and os.path.isfile(os.path.join(self.out, page.path)):
@@ -1089,10 +1092,11 @@ class _Builder:
             if entry_id in self._terms:
                 terms = " ".join(self._terms[entry_id])
             else:
-                terms = self.old_terms(date[:7]).get(entry_id)
-                if terms is None:
+                kept = self.old_terms(date[:7]).get(entry_id)
+                if kept is None:
                     found = words(self.view.body(self.view.by_id[entry_id]))[:BODY_TERMS]
-                    terms = " ".join(found)
+                    kept = " ".join(found)
+                terms = kept
             docs.append(
                 {
                     "id": entry_id,
@@ -1184,6 +1188,10 @@ def _environment() -> Any:
     env.globals["slug"] = slug
     env.globals["h"] = html
     return env
+
+
+def _asset(name: str) -> dict[str, Any]:
+    return {"asset": name}
 
 
 def slug(name: str) -> str:

@@ -55,9 +55,9 @@ def write_graph_notes(view: View, only: set[str] | None = None) -> int:
     if only is not None:
         affected = set(only)
         affected.update(r.id for r in view.rows if any(o in only for o in r.supersedes))
-        folders = sorted({base / s for s in scopes}) if walls else [base]
+        managed = sorted({base / s for s in scopes}) if walls else [base]
         for entry_id in sorted(affected):
-            for folder in folders:
+            for folder in managed:
                 path = folder / f"{entry_id}{SUFFIX}"
                 if path not in wanted:
                     with contextlib.suppress(FileNotFoundError):

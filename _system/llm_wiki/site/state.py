@@ -56,7 +56,7 @@ def row_tuple(row: Row) -> tuple[Any, ...]:
 def tuple_row(values: tuple[Any, ...], _new: Any = object.__new__) -> Row:
     """The inverse of :func:`row_tuple`, without the dataclass's per-field __init__."""
     row = _new(Row)
-    fields = dict(zip(_FIELDS, values))
+    fields = dict(zip(_FIELDS, values, strict=True))
     alts = values[_ALT]
     fields["alternatives"] = tuple([Alternative(a, b) for a, b in alts]) if alts else ()
     fields["rowid"] = 0
