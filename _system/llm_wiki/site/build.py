@@ -752,6 +752,43 @@ class _Builder:
             counts.setdefault(r.type, Counter())[r.date[:7]] += 1
         return {t: dict(sorted(c.items())) for t, c in sorted(counts.items())}
 
+    @functools.cached_property
+    def _totals(self) -> dict[str, Any]:
+        """What the home page and the domain list count over every visible row, in one pass
+        (a rebuild after any write plans both again)."""
+        superseded = self.view.superseded_by
+        by_type: Counter[str] = Counter()
+        by_status: Counter[str] = Counter()
+        months: dict[str, Counter[str]] = {}
+        domains: dict[str, dict[str, Any]] = {}
+        proposed = []
+        for r in self.view.rows:
+            status = "superseded" if superseded.get(r.id) else r.status
+            by_type[r.type] += 1
+            by_status[status] += 1
+            counts = months.get(r.type)
+            if counts is None:
+                counts = months[r.type] = Counter()
+            counts[r.date[:7]] += 1
+            d = domains.get(r.domain)
+            if d is None:
+                d = domains[r.domain] = {"name": r.domain, "entries": 0, "current": 0, "latest": ""}
+            d["entries"] += 1
+            if r.type == "decision":
+                if status == "active":
+                    d["current"] += 1
+                elif status == "proposed":
+                    proposed.append(r)
+            if r.date > d["latest"]:
+                d["latest"] = r.date
+        return {
+            "by_type": dict(sorted(by_type.items())),
+            "by_status": dict(sorted(by_status.items())),
+            "months": {t: dict(sorted(c.items())) for t, c in sorted(months.items())},
+            "domains": [domains[k] for k in sorted(domains)],
+            "proposed": proposed,
+        }
+
     def home(self) -> dict[str, Any]:
         view = self.view
         rows = view.rows
@@ -761,32 +798,22 @@ class _Builder:
                 changes.append({"new": self.ref(row), "old": self.refs(view.supersedes[row.id])})
                 if len(changes) == CHANGES:
                     break
-        by_status = Counter(view.status(r) for r in rows)
+        totals = self._totals
+        incidents = view.open_incidents
         return {
             "total": len(rows),
-            "by_type": dict(sorted(Counter(r.type for r in rows).items())),
-            "by_status": dict(sorted(by_status.items())),
+            "by_type": totals["by_type"],
+            "by_status": totals["by_status"],
             "latest": [self.ref(r) for r in rows[:LATEST]],
             "changes": changes,
-            "open_incidents": [self.ref(r) for r in rows if r.id in view.open_incidents],
-            "proposed": [
-                self.ref(r) for r in rows if r.type == "decision" and view.status(r) == "proposed"
-            ],
+            "open_incidents": [self.ref(r) for r in rows if r.id in incidents],
+            "proposed": [self.ref(r) for r in totals["proposed"]],
             "domains": self.domain_rows(),
-            "months": self.months(rows),
+            "months": totals["months"],
         }
 
     def domain_rows(self) -> list[dict[str, Any]]:
-        out: dict[str, dict[str, Any]] = {}
-        for r in self.view.rows:
-            d = out.setdefault(
-                r.domain, {"name": r.domain, "entries": 0, "current": 0, "latest": ""}
-            )
-            d["entries"] += 1
-            if r.type == "decision" and self.view.status(r) == "active":
-                d["current"] += 1
-            d["latest"] = max(d["latest"], r.date)
-        return [out[k] for k in sorted(out)]
+        return self._totals["domains"]
 
     def domain_list(self) -> dict[str, Any]:
         return {"domains": self.domain_rows()}

@@ -88,7 +88,14 @@ class View:
     def open_incidents(self) -> frozenset[str]:
         """Incidents not superseded and not listed in a later non-generated entry's sources
         (the briefing's rule), among the visible entries."""
-        cited = {s for r in self.rows if not r.is_generated for s in r.sources if s in self.by_id}
+        by_id = self.by_id
+        cited = {
+            s
+            for r in self.rows
+            if r.sources and not r.is_generated
+            for s in r.sources
+            if s in by_id
+        }
         return frozenset(
             r.id
             for r in self.rows
