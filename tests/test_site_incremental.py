@@ -237,7 +237,7 @@ def test_a_hash_cache_entry_is_trusted_only_with_all_four_stat_values(tmp_path):
     cache = HashCache()
     sha = cache.sha_of(str(path), "e.md", os.stat(path))
     cache.finish(now_ns=os.stat(path).st_ctime_ns + 10 * HashCache.RACY_NS + 1)
-    assert "e.md" in cache.files
+    assert cache.files["e.md"][5]  # trusted
     again = HashCache(cache.files)
     assert again.sha_of(str(path), "e.md", os.stat(path)) == sha and not again.changed
     st_ = os.stat(path)
@@ -249,4 +249,7 @@ def test_a_hash_cache_entry_is_trusted_only_with_all_four_stat_values(tmp_path):
     young = HashCache()
     young.sha_of(str(path), "e.md", os.stat(path))
     young.finish(now_ns=os.stat(path).st_ctime_ns + 1)
-    assert "e.md" not in young.files
+    assert not young.files["e.md"][5]  # kept untrusted: hashed again next time
+    fourth = HashCache(young.files)
+    assert fourth.sha_of(str(path), "e.md", os.stat(path)) == third.files["e.md"][4]
+    assert not fourth.changed  # hashed again, to the same bytes: not a change

@@ -53,27 +53,29 @@ class VerifyResult:
 class HashCache:
     """What a site build may skip re-hashing: each entry file's sha256 from the last build, kept
     with the file's (inode, size, mtime_ns, ctime_ns), and each archive's members with the
-    archive's. A file whose four values all match is taken to hold the bytes it held then; any
-    other file is read and hashed. The kernel sets ctime to the current time on every change to a
-    file's bytes or metadata and no call sets it back (``touch`` and ``utime`` set mtime only), so
-    an edit behind the tool's back changes the key even when size and mtime are put back. A value
-    is kept only for a file whose ctime is at least ``RACY_NS`` older than the moment the cache is
-    written (``now_ns``, the file system's clock): a file changed in the same tick as it was
-    hashed would otherwise keep an old key (git's "racy" index entries). ``llm-wiki verify``
-    never uses a cache."""
+    archive's. A file whose four values all match a *trusted* record is taken to hold the bytes
+    it held then; any other file is read and hashed. The kernel sets ctime to the current time
+    on every change to a file's bytes or metadata and no call sets it back (``touch`` and
+    ``utime`` set mtime only), so an edit behind the tool's back changes the key even when size
+    and mtime are put back. A record is trusted only if the file's ctime is at least ``RACY_NS``
+    older than the moment the cache is written (``now_ns``, the file system's clock): a file
+    changed in the same tick as it was hashed would otherwise keep an old key (git's "racy"
+    index entries); an untrusted record only says which sha256 the file had, so that a file
+    hashed again to the same bytes does not count as changed. ``llm-wiki verify`` never uses a
+    cache."""
 
     RACY_NS = 2_000_000_000
 
     def __init__(
         self,
-        files: dict[str, tuple[int, int, int, int, str]] | None = None,
+        files: dict[str, tuple[int, int, int, int, str, bool]] | None = None,
         archives: dict[str, Any] | None = None,
     ) -> None:
         self.old_files = files or {}
         self.old_archives = archives or {}
-        self.files: dict[str, tuple[int, int, int, int, str]] = {}
+        self.files: dict[str, tuple[int, int, int, int, str, bool]] = {}
         self.archives: dict[str, Any] = {}
-        self.changed: set[str] = set()  # entry paths hashed afresh, or gone since the cache
+        self.changed: set[str] = set()  # entry paths whose bytes differ from the last record
 
     @staticmethod
     def key(st: os.stat_result) -> tuple[int, int, int, int]:
@@ -83,6 +85,7 @@ class HashCache:
         old = self.old_files.get(rel)
         if (
             old is not None
+            and old[5]
             and old[2] == st.st_mtime_ns
             and old[3] == st.st_ctime_ns
             and old[1] == st.st_size
@@ -90,18 +93,22 @@ class HashCache:
         ):
             self.files[rel] = old
             return old[4]
-        key = self.key(st)
         with open(path, "rb") as fh:
             data = fh.read()
-        sha = store.sha256_bytes(data)
-        self.files[rel] = (*key, sha)
-        self.changed.add(rel)
+        return self.record(rel, st, store.sha256_bytes(data))
+
+    def record(self, rel: str, st: os.stat_result, sha: str) -> str:
+        """Remember the sha256 just hashed of the file at ``rel`` (trust is settled later)."""
+        old = self.old_files.get(rel)
+        self.files[rel] = (*self.key(st), sha, False)
+        if old is None or old[4] != sha:
+            self.changed.add(rel)
         return sha
 
     def finish(self, now_ns: int) -> None:
-        """Drop what cannot be trusted next time (changed within RACY_NS of ``now_ns``)."""
+        """Settle trust: only records of files unchanged for RACY_NS before ``now_ns``."""
         limit = now_ns - self.RACY_NS
-        self.files = {k: v for k, v in self.files.items() if v[3] < limit}
+        self.files = {k: (*v[:5], v[3] < limit) for k, v in self.files.items()}
         self.archives = {k: v for k, v in self.archives.items() if v[0][3] < limit}
 
 
@@ -164,8 +171,7 @@ def verify(
                 continue
             checked += 1
             if hashes is not None:  # what its page shows: named by its bytes' sha256
-                hashes.files[rel] = (*HashCache.key(st), store.sha256_bytes(data))
-                hashes.changed.add(rel)
+                hashes.record(rel, st, store.sha256_bytes(data))
             findings.append(Finding("unlogged", entry_id, rel, KINDS["unlogged"]))
             continue
         if not visible(record[2]):

@@ -35,7 +35,7 @@ from llm_wiki.entries import Alternative
 from llm_wiki.wiki import Wiki
 
 FOLDER = "site-state"
-VERSION = 2
+VERSION = 3
 TAIL_BYTES = 4096
 # log.md operations a build can follow line by line; any other one means a full build.
 FOLLOWED_OPS = frozenset({"write", "lint", "ingest", "consolidate-skip"})
