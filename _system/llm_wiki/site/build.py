@@ -139,9 +139,10 @@ def build_site(
         notes = write_graph_notes(view, only=change.rows)
     else:
         notes = prev["notes"] if prev else 0
-    state.save(
-        saved,
-        {
+
+    def saved_state(now_ns: int) -> dict[str, Any]:
+        hashes.finish(now_ns)
+        return {
             "code": code,
             "reader": reader,
             "manifest": builder.manifest_sha,
@@ -161,9 +162,9 @@ def build_site(
             "notes": notes,
             "files": hashes.files,
             "archives": hashes.archives,
-        },
-        hashes.finish,
-    )
+        }
+
+    state.save(saved, saved_state)
     return SiteResult(
         out=str(target),
         reader=viewer.name,

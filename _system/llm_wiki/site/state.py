@@ -27,6 +27,7 @@ import dataclasses
 import hashlib
 import marshal
 import os
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -138,14 +139,14 @@ def load(path: Path, code: str, reader: str, manifest_sha: str) -> dict[str, Any
     return data
 
 
-def save(path: Path, data: dict[str, Any], finish: Any) -> None:
-    """Write the state atomically. ``finish(now_ns)`` is called first with the file system's
-    current time (the new file's mtime), so the hash cache can drop entries too young to trust."""
+def save(path: Path, make: Callable[[int], dict[str, Any]]) -> None:
+    """Write the state atomically: ``make(now_ns)`` gives it, told the file system's current
+    time (the new file's mtime), so the hash cache can settle which records to trust."""
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
     try:
         with open(tmp, "wb") as fh:
-            finish(os.fstat(fh.fileno()).st_mtime_ns)
+            data = make(os.fstat(fh.fileno()).st_mtime_ns)
             fh.write(marshal.dumps({**data, "version": VERSION}))
         os.replace(tmp, path)
     except BaseException:
