@@ -108,7 +108,9 @@ class HashCache:
     def finish(self, now_ns: int) -> None:
         """Settle trust: only records of files unchanged for RACY_NS before ``now_ns``."""
         limit = now_ns - self.RACY_NS
-        self.files = {k: (*v[:5], v[3] < limit) for k, v in self.files.items()}
+        files = self.files
+        for rel in [k for k, v in files.items() if not v[5] and v[3] < limit]:
+            files[rel] = (*files[rel][:5], True)
         self.archives = {k: v for k, v in self.archives.items() if v[0][3] < limit}
 
 

@@ -304,7 +304,9 @@ def _follow(
             domains.add(row.domain)  # type: ignore[union-attr]
     if changed:
         for r in rows:
-            if any(s in changed for s in r.supersedes) or any(s in changed for s in r.sources):
+            if (r.supersedes and not changed.isdisjoint(r.supersedes)) or (
+                r.sources and not changed.isdisjoint(r.sources)
+            ):
                 touched.add(r.id)
     for i in touched:
         for t in (old.get(i), merged.get(i)):
@@ -592,14 +594,14 @@ class _Builder:
         return tuple(sorted(out))
 
     def _write_manifest(self, pages: dict[str, str]) -> None:
-        manifest = {
-            "generator": f"llm-wiki {__version__}",
+        manifest = {  # keys in order, pages in the plan's (fixed) order: nothing to sort
             "code": self.code,
+            "generator": f"llm-wiki {__version__}",
+            "pages": pages,
             "reader": self.common["reader"],
-            "pages": dict(sorted(pages.items())),
         }
         # one line: json's C encoder (indent= takes the pure-Python one, 5x slower at 10k pages)
-        data = (json.dumps(manifest, sort_keys=True, separators=(",", ":")) + "\n").encode()
+        data = (json.dumps(manifest, separators=(",", ":")) + "\n").encode()
         self.manifest_sha = sha256_hex(data)
         if data != self.manifest_bytes:
             _write_if_changed(self.out / MANIFEST, data)

@@ -44,26 +44,40 @@ def write_graph_notes(view: View, only: set[str] | None = None) -> int:
     walls = walls_on(wiki)
     wanted: dict[Path, str] = {}
     scopes: set[str] = set()
+    by_id = view.by_id
+    if only is not None:  # a rebuild: the notes of the changed rows and of rows replacing them
+        affected = set(only)
+        count = 0
+        for row in view.rows:
+            if row.supersedes and any(o in by_id for o in row.supersedes):
+                count += 1
+                if not only.isdisjoint(row.supersedes):
+                    affected.add(row.id)
+        managed = [base / s for s in sorted({r.scope for r in view.rows})] if walls else [base]
+        for entry_id in sorted(affected):
+            got = by_id.get(entry_id)
+            replaced: list[str] = []
+            home = None
+            if got is not None:
+                replaced = [o for o in got.supersedes if o in by_id]
+                home = base / got.scope if walls else base
+            for folder in managed:
+                path = folder / f"{entry_id}{SUFFIX}"
+                if replaced and folder == home:
+                    wanted[path] = note_text(entry_id, replaced)
+                else:
+                    with contextlib.suppress(FileNotFoundError):
+                        path.unlink()
+        _write_notes(wanted)
+        return count
     for row in view.rows:
         scopes.add(row.scope)
         if not row.supersedes:
             continue
-        replaced = [o for o in row.supersedes if o in view.by_id]
+        replaced = [o for o in row.supersedes if o in by_id]
         if replaced:
             folder = base / row.scope if walls else base
             wanted[folder / f"{row.id}{SUFFIX}"] = note_text(row.id, replaced)
-    if only is not None:
-        affected = set(only)
-        affected.update(r.id for r in view.rows if any(o in only for o in r.supersedes))
-        managed = sorted({base / s for s in scopes}) if walls else [base]
-        for entry_id in sorted(affected):
-            for folder in managed:
-                path = folder / f"{entry_id}{SUFFIX}"
-                if path not in wanted:
-                    with contextlib.suppress(FileNotFoundError):
-                        path.unlink()
-        _write_notes({p: t for p, t in wanted.items() if p.name[: -len(SUFFIX)] in affected})
-        return len(wanted)
     folders = {base / s for s in scopes} if walls else {base}
     if walls:
         folders.add(base)  # a whole-wiki set left from before the walls mixes scopes: it goes
