@@ -233,10 +233,10 @@ def test_every_help_example_runs(tmp_path, monkeypatch):
 
 
 USAGE_ERRORS = [
-    (["list", "--bogus"], "No such option '--bogus'; see `llm-wiki list --help`."),
+    (["list", "--xyzzy"], "No such option '--xyzzy'; see `llm-wiki list --help`."),
     (["bogus"], "No such command 'bogus'; see `llm-wiki --help`."),
     (["write", "--bodyy", "x"], "'--body-file'?) See `llm-wiki write --help`."),
-    (["--bogus", "list"], "No such option '--bogus'; see `llm-wiki --help`."),
+    (["--xyzzy", "list"], "No such option '--xyzzy'; see `llm-wiki --help`."),
     (["query"], "Missing argument 'QUESTION'; see `llm-wiki query --help`."),
     (["list", "--limit", "0"], "Invalid value for '--limit'"),
     (["import-adr", "no/such/dir"], "Directory 'no/such/dir' does not exist"),

@@ -19,12 +19,14 @@ PACKAGE = SRC / "llm_wiki"
 LAYERS = {
     "llm_wiki.version": 1,
     "llm_wiki.errors": 1,
+    "llm_wiki.progress": 1,  # what a long run has done; the reporter of the current context
     "llm_wiki.clock": 2,
     "llm_wiki.entries": 2,
     "llm_wiki.files": 3,
     "llm_wiki.citations": 3,
     "llm_wiki.wiki": 4,
     "llm_wiki.skills": 4,
+    "llm_wiki.agents": 5,  # the Claude Code plugin: rendered files, skills copied in
     "llm_wiki.access": 5,
     "llm_wiki.store": 5,
     "llm_wiki.archive_file": 5,
@@ -44,6 +46,7 @@ LAYERS = {
     "llm_wiki.sync": 7,
     "llm_wiki.verify": 7,
     "llm_wiki.create": 7,
+    "llm_wiki.hooks": 7,  # the plugin's hooks: read the catalog, copy transcripts
     "llm_wiki.reads": 8,
     "llm_wiki.adr": 8,  # a package: markdown, dates, links, options, parse, run
     "llm_wiki.adr.markdown": 8,

@@ -473,3 +473,33 @@ def test_only_the_most_related_lines_go_with_a_part(cli, wiki_path, mock):
     assert 0 < len(listed) < 41 and f"(the best {len(listed)} of 41" in prompt
     assert sum(len(line) for line in listed) // 3 <= 500
     assert out["written"][0]["supersedes"] == [fifo]
+
+
+def test_an_inbox_sub_folder_named_like_a_scope_is_ingested_into_it(cli, wiki_path, mock, tmp_path):
+    """The agent hooks file a walled session's transcript in <inbox>/<scope>/."""
+    inbox = tmp_path / "inbox"
+    for scope in ("team-a", "team-b"):
+        (inbox / scope).mkdir(parents=True)
+        (inbox / scope / "chat.txt").write_bytes(CHAT.read_bytes())
+    (inbox / "Not A Scope").mkdir()
+    (inbox / "Not A Scope" / "chat.txt").write_bytes(CHAT.read_bytes())
+    for path in inbox.rglob("*"):
+        os.utime(path, (1700000000, 1700000000))
+    (wiki_path / "access.yaml").write_text(
+        "readers:\n  alice:\n    scopes: [team-a]\n  root:\n    admin: true\n"
+    )
+    mock.enqueue(mock_ingest.respond)
+    result = cli("--as", "alice", "ingest", "--inbox", inbox, "--backend", "mock", code=1)
+    assert "team-a/chat.txt: Stored raw/" in result.stdout
+    assert (
+        "team-b/chat.txt: failed (reader 'alice' may not write to scope 'team-b'" in result.stdout
+    )
+    assert "Not A Scope" not in result.stdout
+    mock.enqueue(mock_ingest.respond)
+    items = cli.json("--as", "root", "ingest", "--inbox", inbox, "--backend", "mock")["items"]
+    assert {i["name"]: i["status"] for i in items} == {
+        "team-a/chat.txt": "unchanged",
+        "team-b/chat.txt": "ingested",
+    }
+    scopes = {e["scope"] for e in cli.json("--as", "root", "list")["entries"]}
+    assert scopes == {"team-a", "team-b"}

@@ -11,7 +11,7 @@ from conftest import Cli
 from llm_wiki.schedule import JOBS
 from test_scripts import BIN, STAMP, running
 
-SCHEDULED = [job.script for job in JOBS] + ["wiki-index"]
+SCHEDULED = [job.script for job in JOBS if not job.optional] + ["wiki-index"]
 
 
 def run_with_env_file(home, name, *args, now="2026-05-10"):
@@ -94,3 +94,44 @@ def test_wiki_write_runs_with_only_its_env_file(home, wiki_path):
     bad = run_with_env_file(home, "wiki-write", "--type", "memo")
     assert bad.returncode == 2
     assert STAMP.search(bad.stderr) and "wiki-write write failed (exit 2)" in bad.stderr
+
+
+def test_the_optional_jobs_run_under_env_i(home, wiki_path, tmp_path):
+    """ingest and sync (`schedule install --jobs ingest,sync`) need more than a wiki: an inbox
+    and an LLM backend, a git repository with a remote. Given those, they run like the others."""
+    import os
+
+    remote = tmp_path / "remote.git"
+    identity = "\n".join(
+        f"GIT_{who}_{what}={value}"
+        for who in ("AUTHOR", "COMMITTER")
+        for what, value in (("NAME", "Wiki Tester"), ("EMAIL", "tester@example.org"))
+    )
+    env_file = home / ".config" / "llm-wiki" / "env"
+    env_file.write_text(env_file.read_text() + identity + "\nGIT_CONFIG_NOSYSTEM=1\n"
+                        f"PATH={os.environ['PATH']}\n")  # fmt: skip
+    Cli(wiki_path)("write", "--type", "incident", "--domain", "ops", "--summary", "Disk full")
+    subprocess.run(["git", "init", "-q", "--bare", str(remote)], check=True, capture_output=True)
+    git = ["git", "-C", str(wiki_path)]
+    env = {**os.environ, "GIT_CONFIG_NOSYSTEM": "1", "HOME": str(home)}
+    for args in (
+        ["init", "-q", "-b", "main"],
+        ["add", "-A"],
+        ["remote", "add", "origin", str(remote)],
+    ):
+        subprocess.run(git + args, check=True, capture_output=True, env=env)
+    subprocess.run(
+        git + ["-c", "user.name=t", "-c", "user.email=t@e", "commit", "-qm", "start"],
+        check=True, capture_output=True, env=env,
+    )  # fmt: skip
+    subprocess.run(
+        git + ["push", "-q", "-u", "origin", "main"], check=True, capture_output=True, env=env
+    )
+    Cli(wiki_path)("write", "--type", "incident", "--domain", "ops", "--summary", "Disk full again")
+    sync = run_with_env_file(home, "wiki-sync")
+    assert sync.returncode == 0, sync.stderr
+    assert sync.stderr.splitlines()[-1].endswith("wiki-sync done (exit 0)")
+    (wiki_path / "inbox").mkdir()
+    ingest = run_with_env_file(home, "wiki-ingest")  # backend: offline: fails loudly
+    assert ingest.returncode == 1 and " ERROR: ingest needs an LLM backend" in ingest.stderr
+    assert ingest.stderr.splitlines()[-1].endswith("wiki-ingest done (exit 1)")

@@ -118,12 +118,23 @@ COMMANDS = [
     (
         "schedule install",
         lambda w: ["schedule", "install", *SCHEDULE, "--dest", w["units"]],
-        {"platform", "dest", "files", "env_file", "env_created", "commands", "notes", "layout"},
+        {
+            "platform",
+            "dest",
+            "files",
+            "jobs",
+            "replaced",
+            "env_file",
+            "env_created",
+            "commands",
+            "notes",
+            "layout",
+        },  # fmt: skip
     ),
     (
         "schedule status",
         lambda w: ["schedule", "status", *SCHEDULE, "--dest", w["units"]],
-        {"platform", "dest", "env_file", "env_ok", "jobs", "notes"},
+        {"platform", "name", "dest", "env_file", "env_ok", "lingering", "jobs", "notes"},
     ),
     (
         "schedule uninstall",
@@ -134,6 +145,28 @@ COMMANDS = [
         "skills install",
         lambda w: ["skills", "install", "--dest", w["skills"]],
         {"dest", "skills", "files"},
+    ),
+    (
+        "agents install",
+        lambda w: ["agents", "install", "--dest", w["plugin"]],
+        {"dest", "files", "wiki", "reader", "python", "notes"},
+    ),
+    (
+        "agents context",
+        lambda w: ["agents", "context", "--cwd", w["root"]],
+        {
+            "wiki",
+            "reader",
+            "cwd",
+            "domains",
+            "mapped",
+            "decisions",
+            "decisions_shown",
+            "incidents",
+            "incidents_shown",
+            "tokens",
+            "text",
+        },  # fmt: skip
     ),
 ]
 
@@ -171,6 +204,7 @@ def world(tmp_path_factory):
         "site": str(tmp / "site"),
         "units": str(tmp / "units"),
         "skills": str(tmp / "skills"),
+        "plugin": str(tmp / "plugin"),
         "fakes": str(fakes),
     }
 

@@ -22,6 +22,7 @@ EXAMPLE = schedule.Layout(
     bin_dir=Path("/Users/you/src/llm-wiki/_system/bin"),
     env_file=Path("/Users/you/.config/llm-wiki/env"),
 )
+NAME = EXAMPLE.name  # the example wiki's part of job names: a hash of /Users/you/llm-wiki
 RANGES = {"Minute": (0, 59), "Hour": (0, 23), "Day": (1, 31), "Weekday": (0, 7), "Month": (1, 12)}
 WANT = {  # job -> (calendar intervals, extra arguments)
     "consolidate": ([{"Hour": 2, "Minute": 30}], []),
@@ -29,6 +30,15 @@ WANT = {  # job -> (calendar intervals, extra arguments)
     "archive": ([{"Hour": 3, "Minute": 30}], ["--monthly"]),
     "lint": ([{"Weekday": 1, "Hour": 7, "Minute": 0}], []),
 }
+OPTIONAL = {"ingest": 300, "sync": [{"Minute": 17}]}  # StartInterval, or calendar intervals
+
+
+def units(name, jobs=WANT):
+    return sorted(f"llm-wiki-{name}-{j}.{k}" for j in jobs for k in ("service", "timer"))
+
+
+def plists(name, jobs=WANT):
+    return sorted(f"com.llm-wiki.{name}.{j}.plist" for j in jobs)
 
 
 def real_layout(tmp_path, wiki_path) -> schedule.Layout:
@@ -38,34 +48,41 @@ def real_layout(tmp_path, wiki_path) -> schedule.Layout:
 
 def test_plists_round_trip_with_absolute_paths_and_valid_calendars(tmp_path, wiki_path):
     where = real_layout(tmp_path, wiki_path)
-    files = schedule.render("launchd", where)
-    assert sorted(f.name for f in files) == sorted(f"com.llm-wiki.{j}.plist" for j in WANT)
+    assert sorted(f.name for f in schedule.render("launchd", where)) == plists(where.name)
+    files = schedule.render(
+        "launchd", where, ("consolidate", "brief", "archive", "lint", "ingest", "sync")
+    )
+    assert sorted(f.name for f in files) == plists(where.name, [*WANT, *OPTIONAL])
+    assert where.name == schedule.path_hash(wiki_path) and len(where.name) == 8
     for item in files:
         data = plistlib.loads(item.text.encode())
         assert plistlib.loads(plistlib.dumps(data)) == data
+        job = item.job
+        when = "StartInterval" if job == "ingest" else "StartCalendarInterval"
         assert set(data) == {
             "Label", "ProgramArguments", "EnvironmentVariables", "WorkingDirectory",
-            "StartCalendarInterval", "StandardOutPath", "StandardErrorPath", "ProcessType",
-            "RunAtLoad",
+            when, "StandardOutPath", "StandardErrorPath", "ProcessType", "RunAtLoad",
         }  # fmt: skip
-        job = item.job
-        assert data["Label"] == f"com.llm-wiki.{job}" and data["RunAtLoad"] is False
+        assert data["Label"] == f"com.llm-wiki.{where.name}.{job}" and data["RunAtLoad"] is False
         shell, script, *args = data["ProgramArguments"]
         assert shell == "/bin/sh" and script == str(BIN / f"wiki-{job}") and Path(script).is_file()
-        assert args == WANT[job][1]
+        assert args == (WANT[job][1] if job in WANT else [])
         env = data["EnvironmentVariables"]
-        assert set(env) == {"LLM_WIKI_DIR", "LLM_WIKI_PYTHON", "LLM_WIKI_ENV_FILE"}
+        assert set(env) == {"LLM_WIKI_DIR", "LLM_WIKI_PYTHON", "LLM_WIKI_ENV_FILE", "LLM_WIKI_LOG"}
         assert all(Path(v).is_absolute() for v in env.values())
         assert env["LLM_WIKI_PYTHON"] == sys.executable and env["LLM_WIKI_DIR"] == str(wiki_path)
+        if job == "ingest":
+            assert data["StartInterval"] == OPTIONAL["ingest"]
+            continue
         intervals = data["StartCalendarInterval"]
         intervals = intervals if isinstance(intervals, list) else [intervals]
-        assert intervals == WANT[job][0]
+        assert intervals == (WANT[job][0] if job in WANT else OPTIONAL[job])
         for interval in intervals:
             for key, value in interval.items():
                 low, high = RANGES[key]
                 assert isinstance(value, int) and low <= value <= high, (job, key, value)
         log = str(wiki_path / ".llm-wiki" / "logs" / f"{job}.log")
-        assert data["StandardOutPath"] == data["StandardErrorPath"] == log
+        assert data["StandardOutPath"] == data["StandardErrorPath"] == env["LLM_WIKI_LOG"] == log
 
 
 def test_paths_are_escaped(tmp_path):
@@ -81,11 +98,12 @@ def test_paths_are_escaped(tmp_path):
 
 
 def test_the_repo_launchd_folder_is_what_the_templates_render():
-    rendered = {f.name: f.text for f in schedule.render("launchd", EXAMPLE)}
+    every = tuple(j.name for j in schedule.JOBS)  # the optional jobs too, to show them
+    rendered = {f.name: f.text for f in schedule.render("launchd", EXAMPLE, every)}
     on_disk = {p.name: p.read_text() for p in (REPO / "launchd").glob("*.plist")}
     assert on_disk == rendered, (
-        "launchd/ is stale: regenerate it with schedule.write_rendered(schedule.render("
-        "'launchd', EXAMPLE), Path('launchd')) (see tests/test_schedule.py)"
+        "launchd/ is stale: remove its plists and regenerate them with schedule.write_rendered("
+        "schedule.render('launchd', EXAMPLE, every), Path('launchd')) (see tests/test_schedule.py)"
     )
     assert "/Users/you/" in "".join(on_disk.values())
 
@@ -101,11 +119,10 @@ def test_units_pass_systemd_analyze_verify(tmp_path, name):
     env_file.write_text("")
     where = schedule.layout(wiki, python=sys.executable, bin_dir=str(BIN), env_file=str(env_file))
     where.log_dir.mkdir(parents=True)
-    units = tmp_path / "units"
-    paths = schedule.write_rendered(schedule.render("systemd", where), units)
-    assert sorted(p.name for p in paths) == sorted(
-        f"llm-wiki-{j}.{k}" for j in WANT for k in ("service", "timer")
-    )
+    folder = tmp_path / "units"
+    every = tuple(j.name for j in schedule.JOBS)
+    paths = schedule.write_rendered(schedule.render("systemd", where, every), folder)
+    assert sorted(p.name for p in paths) == units(where.name, [*WANT, *OPTIONAL])
     runtime = tmp_path / "run"
     runtime.mkdir(mode=0o700)
     proc = subprocess.run(
@@ -116,7 +133,7 @@ def test_units_pass_systemd_analyze_verify(tmp_path, name):
         timeout=60,
     )
     assert proc.returncode == 0 and proc.stderr == "", proc.stderr
-    timer = (units / "llm-wiki-archive.timer").read_text()
+    timer = (folder / f"llm-wiki-{where.name}-archive.timer").read_text()
     assert "OnCalendar=*-*-01 03:30:00\nPersistent=true\n" in timer
     for path in paths:
         if path.suffix == ".timer":
@@ -125,13 +142,19 @@ def test_units_pass_systemd_analyze_verify(tmp_path, name):
 
 def test_unit_contents(tmp_path, wiki_path):
     where = real_layout(tmp_path, wiki_path)
-    files = {f.name: f.text for f in schedule.render("systemd", where)}
+    files = {
+        f.name.replace(f"-{where.name}-", "-"): f.text
+        for f in schedule.render("systemd", where, ("lint", "archive", "ingest"))
+    }
     service = files["llm-wiki-lint.service"]
     assert f"ExecStart=/bin/sh {BIN}/wiki-lint\n" in service
     assert f"Environment=LLM_WIKI_PYTHON={sys.executable}\n" in service
     assert f"StandardError=append:{wiki_path}/.llm-wiki/logs/lint.log\n" in service
+    assert f"Environment=LLM_WIKI_LOG={wiki_path}/.llm-wiki/logs/lint.log\n" in service
+    assert f"Description=llm-wiki lint ({wiki_path}): " in service
     assert "OnCalendar=Mon *-*-* 07:00:00" in files["llm-wiki-lint.timer"]
     assert "wiki-archive --monthly\n" in files["llm-wiki-archive.service"]
+    assert "OnCalendar=*:0/5\n" in files["llm-wiki-ingest.timer"]
 
 
 # --------------------------------------------------------------------------- install, with fakes
@@ -177,15 +200,15 @@ def test_install_status_uninstall_systemd(cli, tmp_path, wiki_path, no_real_mana
     assert f"Created {env_file} (mode 0600)" in out
     assert stat.S_IMODE(env_file.stat().st_mode) == 0o600
     assert "sk-ant" not in env_file.read_text().replace("sk-ant-...", "")
-    names = sorted(p.name for p in dest.iterdir())
-    assert names == sorted(f"llm-wiki-{j}.{k}" for j in WANT for k in ("service", "timer"))
+    name = schedule.path_hash(wiki_path)
+    assert sorted(p.name for p in dest.iterdir()) == units(name)
     assert not any("sk-ant-secret" in p.read_text() for p in dest.iterdir())
     assert (wiki_path / ".llm-wiki" / "logs").is_dir()
     ran = calls.read_text().splitlines()
     assert ran[0].endswith("systemctl --user daemon-reload")
     assert ran[1].endswith(
-        "systemctl --user enable --now llm-wiki-consolidate.timer llm-wiki-brief.timer "
-        "llm-wiki-archive.timer llm-wiki-lint.timer"
+        f"systemctl --user enable --now llm-wiki-{name}-consolidate.timer "
+        f"llm-wiki-{name}-brief.timer llm-wiki-{name}-archive.timer llm-wiki-{name}-lint.timer"
     )
     loaded.touch()
     result = cli.json("schedule", "status", *args)
@@ -204,16 +227,16 @@ def test_install_status_uninstall_systemd(cli, tmp_path, wiki_path, no_real_mana
         "consolidate  installed; nightly at 02:30; last run 2026-05-10T02:30:01Z exit 1: No API key"
         in text
     )
-    (dest / "llm-wiki-lint.timer").write_text("edited\n")
+    (dest / f"llm-wiki-{name}-lint.timer").write_text("edited\n")
     assert (
         "installed, out of date (install again)" in cli("schedule", "status", *args, code=1).stdout
     )
     out = cli("schedule", "uninstall", "--platform", "systemd", "--dest", dest).stdout
     assert out.count("Removed ") == 8 and list(dest.iterdir()) == []
-    assert "--user disable --now llm-wiki-consolidate.timer" in calls.read_text()
+    assert f"--user disable --now llm-wiki-{name}-consolidate.timer" in calls.read_text()
     assert env_file.exists()  # the env file stays
     again = cli("schedule", "uninstall", "--platform", "systemd", "--dest", dest).stdout
-    assert again.startswith("No llm-wiki jobs installed")
+    assert again.startswith("No llm-wiki jobs of this wiki installed")
 
 
 def test_install_launchd_with_a_fake_launchctl(
@@ -224,14 +247,15 @@ def test_install_launchd_with_a_fake_launchctl(
     dest = tmp_path / "LaunchAgents"
     args = ["--platform", "launchd", "--dest", dest, "--bin", BIN, "--python", sys.executable]
     cli("schedule", "install", *args)
-    assert sorted(p.name for p in dest.iterdir()) == sorted(f"com.llm-wiki.{j}.plist" for j in WANT)
+    name = schedule.path_hash(wiki_path)
+    assert sorted(p.name for p in dest.iterdir()) == plists(name)
     ran = calls.read_text().splitlines()
     uid = os.getuid()
-    assert f"bootout gui/{uid}/com.llm-wiki.consolidate" in ran[0]
-    assert ran[1].endswith(f"bootstrap gui/{uid} {dest}/com.llm-wiki.consolidate.plist")
+    assert f"bootout gui/{uid}/com.llm-wiki.{name}.consolidate" in ran[0]
+    assert ran[1].endswith(f"bootstrap gui/{uid} {dest}/com.llm-wiki.{name}.consolidate.plist")
     status = cli.json("schedule", "status", *args, code=1)
     assert all(j["installed"] and j["loaded"] is False for j in status["jobs"])
-    assert f"print gui/{uid}/com.llm-wiki.lint" in calls.read_text()
+    assert f"print gui/{uid}/com.llm-wiki.{name}.lint" in calls.read_text()
     cli("schedule", "uninstall", "--platform", "launchd", "--dest", dest)
     assert list(dest.iterdir()) == []
 
@@ -243,8 +267,12 @@ def test_install_without_the_manager_fails_and_writes_nothing(cli, tmp_path, no_
     assert not dest.exists()
 
 
+def result_name(wiki_path):
+    return schedule.path_hash(wiki_path)
+
+
 def test_an_existing_env_file_is_kept_and_a_loose_one_is_flagged(
-    cli, tmp_path, no_real_managers, monkeypatch
+    cli, tmp_path, wiki_path, no_real_managers, monkeypatch
 ):
     fakes, _, _ = fake_manager(tmp_path, "systemctl")
     monkeypatch.setenv("PATH", str(fakes))
@@ -255,7 +283,7 @@ def test_an_existing_env_file_is_kept_and_a_loose_one_is_flagged(
     result = cli("schedule", "install", *args)
     assert "chmod 600" in result.stderr and "Created" not in result.stdout
     assert env_file.read_text() == "ANTHROPIC_API_KEY=sk-ant-mine\n"
-    service = (tmp_path / "u" / "llm-wiki-brief.service").read_text()
+    service = (tmp_path / "u" / f"llm-wiki-{result_name(wiki_path)}-brief.service").read_text()
     assert f"Environment=LLM_WIKI_ENV_FILE={env_file}\n" in service and "sk-ant" not in service
 
 
@@ -267,3 +295,170 @@ def test_render_prints_or_writes(cli, tmp_path, wiki_path):
     assert out.count("Wrote ") == 4 and len(list(target.glob("*.plist"))) == 4
     bad = cli("schedule", "render", "--bin", tmp_path, code=2)
     assert "no job scripts" in bad.stderr
+
+
+# --------------------------------------------------------------------------- one set per wiki
+
+
+def systemd_args(tmp_path, dest):
+    return ["--platform", "systemd", "--dest", dest, "--bin", BIN, "--python", sys.executable,
+            "--env-file", tmp_path / "env"]  # fmt: skip
+
+
+def test_two_wikis_on_one_account_keep_their_own_jobs(cli, tmp_path, no_real_managers, monkeypatch):
+    from conftest import Cli
+    from llm_wiki.create import init_wiki
+
+    fakes, calls, loaded = fake_manager(tmp_path, "systemctl")
+    monkeypatch.setenv("PATH", str(fakes))
+    first, second = tmp_path / "work", tmp_path / "home-wiki"
+    init_wiki(first)
+    init_wiki(second)
+    settings = second / "settings.yaml"
+    settings.write_text(settings.read_text() + "schedule:\n  name: home\n")
+    dest = tmp_path / "units"
+    Cli(first)("schedule", "install", *systemd_args(tmp_path, dest))
+    Cli(second)("schedule", "install", *systemd_args(tmp_path, dest))
+    mine = schedule.path_hash(first)
+    assert sorted(p.name for p in dest.iterdir()) == sorted(units(mine) + units("home"))
+    service = (dest / "llm-wiki-home-brief.service").read_text()
+    assert f"Environment=LLM_WIKI_DIR={second}\n" in service
+    loaded.touch()
+    status = Cli(second).json("schedule", "status", *systemd_args(tmp_path, dest))
+    assert status["name"] == "home" and all(j["installed"] and j["current"] for j in status["jobs"])
+    Cli(first)("schedule", "uninstall", "--platform", "systemd", "--dest", dest)
+    assert sorted(p.name for p in dest.iterdir()) == units("home")  # the other wiki's stay
+    bad = tmp_path / "bad"
+    init_wiki(bad)
+    (bad / "settings.yaml").write_text("schedule:\n  name: Not A Name\n")
+    refused = Cli(bad)("schedule", "install", *systemd_args(tmp_path, dest), code=2)
+    assert "schedule.name in" in refused.stderr and "lowercase letters" in refused.stderr
+
+
+def test_the_ingest_and_sync_jobs_are_added_and_stay(
+    cli, tmp_path, wiki_path, no_real_managers, monkeypatch
+):
+    fakes, calls, loaded = fake_manager(tmp_path, "systemctl")
+    monkeypatch.setenv("PATH", str(fakes))
+    dest = tmp_path / "units"
+    name = schedule.path_hash(wiki_path)
+    result = cli("schedule", "install", "--jobs", "ingest,sync", *systemd_args(tmp_path, dest))
+    assert sorted(p.name for p in dest.iterdir()) == units(name, [*WANT, *OPTIONAL])
+    assert (wiki_path / "inbox").is_dir()  # the ingest job's default inbox
+    assert "the ingest job needs an LLM backend" in result.stderr  # backend: offline
+    assert "the sync job needs" in result.stderr and "git repository" in result.stderr
+    timer = (dest / f"llm-wiki-{name}-ingest.timer").read_text()
+    assert "OnCalendar=*:0/5\n" in timer
+    assert "OnCalendar=*-*-* *:17:00\n" in (dest / f"llm-wiki-{name}-sync.timer").read_text()
+    assert f"{BIN}/wiki-sync\n" in (dest / f"llm-wiki-{name}-sync.service").read_text()
+    again = cli.json("schedule", "install", *systemd_args(tmp_path, dest))  # no --jobs
+    assert again["jobs"] == [*WANT, *OPTIONAL]  # installed once, kept
+    cli("schedule", "uninstall", "--jobs", "sync", "--platform", "systemd", "--dest", dest)
+    assert sorted(p.name for p in dest.iterdir()) == units(name, [*WANT, "ingest"])
+    loaded.touch()
+    listed = [
+        j["job"]
+        for j in cli.json("schedule", "status", *systemd_args(tmp_path, dest), code=None)["jobs"]
+    ]
+    assert listed == [*WANT, "ingest"]
+    bad = cli(
+        "schedule", "install", "--jobs", "ingest,backup", *systemd_args(tmp_path, dest), code=2
+    )
+    assert "no job 'backup'; --jobs takes ingest, sync" in bad.stderr
+
+
+def test_an_earlier_versions_unnamed_jobs_of_this_wiki_are_replaced(
+    cli, tmp_path, wiki_path, no_real_managers, monkeypatch
+):
+    fakes, calls, _ = fake_manager(tmp_path, "systemctl")
+    monkeypatch.setenv("PATH", str(fakes))
+    dest = tmp_path / "units"
+    dest.mkdir()
+    for job in WANT:  # as the version before named them: llm-wiki-<job>.*
+        (dest / f"llm-wiki-{job}.service").write_text(
+            f"[Service]\nExecStart=/bin/sh wiki-{job}\nEnvironment=LLM_WIKI_DIR={wiki_path}\n"
+        )
+        (dest / f"llm-wiki-{job}.timer").write_text("[Timer]\nOnCalendar=daily\n")
+    other = "[Service]\nEnvironment=LLM_WIKI_DIR=/srv/another-wiki\n"
+    (dest / "llm-wiki-lint.service").write_text(other)  # another wiki's: it stays
+    out = cli("schedule", "install", *systemd_args(tmp_path, dest)).stdout
+    assert out.count("(an earlier version's job for this wiki)") == 6
+    assert "--user disable --now llm-wiki-consolidate.timer" in calls.read_text()
+    left = sorted(p.name for p in dest.iterdir() if p.name.count("-") == 2)
+    assert left == ["llm-wiki-lint.service", "llm-wiki-lint.timer"]
+
+
+def test_lingering_off_is_warned_about_on_linux(
+    cli, tmp_path, wiki_path, no_real_managers, monkeypatch
+):
+    fakes, _, loaded = fake_manager(tmp_path, "systemctl")
+    linger = fakes / "loginctl"
+    monkeypatch.setenv("PATH", str(fakes))
+    dest = tmp_path / "units"
+    args = systemd_args(tmp_path, dest)
+    for value, warned in (("no", True), ("yes", False)):
+        linger.write_text(
+            f'#!/bin/sh\n[ "$1 $3" = "show-user --property=Linger" ] && echo Linger={value}\n'
+        )
+        linger.chmod(0o755)
+        installed = cli("schedule", "install", *args)
+        assert ("lingering is off" in installed.stderr) is warned
+        loaded.touch()
+        status = cli.json("schedule", "status", *args)
+        assert status["lingering"] is (not warned)
+        assert any("loginctl enable-linger" in n for n in status["notes"]) is warned
+    linger.write_text("#!/bin/sh\necho 'Could not get user' >&2\nexit 1\n")
+    assert cli.json("schedule", "status", *args)["lingering"] is None  # cannot tell: no warning
+
+
+def test_job_logs_rotate_by_size_and_status_reads_the_last_run(
+    cli, tmp_path, wiki_path, no_real_managers, monkeypatch
+):
+    from conftest import subprocess_env
+
+    log = wiki_path / ".llm-wiki" / "logs" / "consolidate.log"
+    log.parent.mkdir(parents=True)
+    env = subprocess_env(
+        LLM_WIKI_DIR=str(wiki_path), LLM_WIKI_PYTHON=sys.executable, LLM_WIKI_LOG=str(log),
+        LLM_WIKI_LOG_MAX_BYTES="200", HOME=str(tmp_path), PATH="/usr/bin:/bin",
+    )  # fmt: skip
+
+    def run():  # as the scheduler runs it: stdout and stderr appended to the log
+        with open(log, "ab") as fh:
+            subprocess.run(
+                ["/bin/sh", str(BIN / "wiki-consolidate")],
+                env=env,
+                stdout=fh,
+                stderr=fh,
+                timeout=120,
+            )
+
+    run()
+    assert len(log.read_bytes()) > 200 and not log.with_name("consolidate.log.1").exists()
+    for _ in range(5):  # each run finds the log past 200 bytes and starts a fresh one
+        run()
+    rotated = sorted(p.name for p in log.parent.iterdir())
+    assert rotated == [
+        "consolidate.log",
+        "consolidate.log.1",
+        "consolidate.log.2",
+        "consolidate.log.3",
+    ]
+    assert log.read_text().count(" done (exit 0)") == 1  # the last run wrote to a fresh log
+    assert all(p.read_text().count(" start: ") == 1 for p in log.parent.iterdir())
+    dest = tmp_path / "units"
+    fakes, _, loaded = fake_manager(tmp_path, "systemctl")
+    monkeypatch.setenv("PATH", str(fakes))
+    args = systemd_args(tmp_path, dest)
+    cli("schedule", "install", *args)
+    loaded.touch()
+    log.write_text(  # a run that failed, then a rotation left the log without a finished run
+        "2026-05-11T02:30:00Z wiki-consolidate start: consolidate in /w\n"
+        "2026-05-11T02:30:01Z wiki-consolidate ERROR: Traceback (most recent call last):\n"
+        "2026-05-11T02:30:01Z wiki-consolidate ERROR: RuntimeError: the disk is full\n"
+        "2026-05-11T02:30:01Z wiki-consolidate done (exit 1)\n"
+    )
+    log.rename(log.with_name("consolidate.log.1"))
+    log.write_text("")
+    text = cli("schedule", "status", *args, code=1).stdout
+    assert "last run 2026-05-11T02:30:01Z exit 1: RuntimeError: the disk is full" in text

@@ -69,7 +69,9 @@ def test_missing_wiki_dir_fails_loudly():
     proc = run_script("wiki-index")
     assert proc.returncode == 2
     assert "LLM_WIKI_DIR is not set" in proc.stderr and STAMP.search(proc.stderr)
-    assert proc.stderr.rstrip().endswith("set it in the env file.")  # not "... file. 2"
+    error, done = proc.stderr.rstrip().splitlines()
+    assert error.endswith("set it in the env file.")  # not "... file. 2"
+    assert done.endswith("wiki-index done (exit 2)")  # so `schedule status` sees the failure
 
 
 def test_failed_write_exits_non_zero(wiki_path):

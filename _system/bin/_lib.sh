@@ -3,14 +3,18 @@
 # Environment (all a script needs; it runs fine under `env -i`):
 #   LLM_WIKI_DIR       the wiki folder (required, here or in the env file)
 #   LLM_WIKI_PYTHON    absolute path of a Python that has llm-wiki's dependencies
-#                      (default: python3 on PATH); this checkout's package is put on PYTHONPATH
+#                      (default: python3 on PATH); in a checkout, its package is put on PYTHONPATH
 #   LLM_WIKI_ENV_FILE  a file of KEY=value lines (default: $HOME/.config/llm-wiki/env), the
 #                      place for ANTHROPIC_API_KEY and PATH additions; keep it mode 0600. It is
 #                      read as shell, after the environment the job started with, so a value it
 #                      sets wins (a scheduled run and a run by hand then behave the same; write
 #                      PATH="/opt/homebrew/bin:$PATH" to add to PATH).
+#   LLM_WIKI_LOG       the job's log, set by the plist or unit: past LLM_WIKI_LOG_MAX_BYTES
+#                      (default 1048576) a run moves it to <log>.1 (.1 to .2, .2 to .3; three
+#                      kept) and writes to a fresh one.
 #
-# Log lines go to stderr as "<UTC time> <job> <message>"; the scheduler files them.
+# Log lines go to stderr as "<UTC time> <job> <message>"; the scheduler files them. Every run
+# that gets as far as reading its environment ends with a "done (exit N)" line.
 
 LLM_WIKI_BIN=$(CDPATH= cd -- "$(dirname -- "$0")" && pwd)
 LLM_WIKI_SRC=$(dirname -- "$LLM_WIKI_BIN")
@@ -20,10 +24,24 @@ wiki_log() {
     printf '%s %s %s\n' "$(date -u +%Y-%m-%dT%H:%M:%SZ)" "$job" "$*" >&2
 }
 
-# wiki_die MESSAGE [EXIT_CODE]: log one ERROR line and exit (1 unless given).
+# wiki_die MESSAGE [EXIT_CODE]: log one ERROR line and the end of the run, and exit (1 unless
+# given).
 wiki_die() {
     wiki_log "ERROR: $1"
+    wiki_log "done (exit ${2:-1})"
     exit "${2:-1}"
+}
+
+# Rotate this job's log by size (see LLM_WIKI_LOG above); this run then writes to the new one.
+wiki_rotate_log() {
+    [ -n "${LLM_WIKI_LOG:-}" ] && [ -f "$LLM_WIKI_LOG" ] || return 0
+    size=$(wc -c <"$LLM_WIKI_LOG" 2>/dev/null | tr -d ' ')
+    [ "${size:-0}" -gt "${LLM_WIKI_LOG_MAX_BYTES:-1048576}" ] || return 0
+    for n in 2 1; do
+        [ -f "$LLM_WIKI_LOG.$n" ] && mv -f "$LLM_WIKI_LOG.$n" "$LLM_WIKI_LOG.$((n + 1))"
+    done
+    mv -f "$LLM_WIKI_LOG" "$LLM_WIKI_LOG.1" || return 0
+    exec >>"$LLM_WIKI_LOG" 2>&1
 }
 
 if [ -z "${LLM_WIKI_ENV_FILE:-}" ] && [ -n "${HOME:-}" ]; then
@@ -38,8 +56,10 @@ fi
 
 [ -n "${LLM_WIKI_DIR:-}" ] || wiki_die "LLM_WIKI_DIR is not set; set it in ${LLM_WIKI_ENV_FILE:-the env file}." 2
 export LLM_WIKI_DIR
-PYTHONPATH="$LLM_WIKI_SRC${PYTHONPATH:+:$PYTHONPATH}"
-export PYTHONPATH
+if [ -d "$LLM_WIKI_SRC/llm_wiki" ]; then  # a checkout: its package first (an installed copy of
+    PYTHONPATH="$LLM_WIKI_SRC${PYTHONPATH:+:$PYTHONPATH}"  # these scripts is inside the package)
+    export PYTHONPATH
+fi
 
 # Run the llm-wiki command with this checkout's package.
 llm_wiki() {
@@ -86,6 +106,7 @@ wiki_job_lock() {
 # when it fails. Returns the command's exit status.
 wiki_job() {
     wiki_job_lock
+    wiki_rotate_log
     wiki_log "start: $1 in $LLM_WIKI_DIR"
     exec 3>&1
     messages=$(llm_wiki "$@" 2>&1 1>&3)

@@ -30,6 +30,7 @@ from pathlib import Path
 from typing import Any
 
 import llm_wiki.clock as clock
+import llm_wiki.progress as progress
 import llm_wiki.store as store
 from llm_wiki.access import Viewer
 from llm_wiki.archive_file import READ_ERRORS, Writer, iter_members, iter_path
@@ -254,7 +255,9 @@ def _build(wiki: Wiki, due: list[_Item], month: str) -> _Built:
     try:
         with os.fdopen(fd, "wb") as fh:
             writer = Writer(fh)
-            for item in due:
+            shown = progress.current()
+            shown.task(f"archive {month}", total=len(due))
+            for item in shown.each(due, lambda i: i.id):
                 try:
                     data = (wiki.root / item.rel).read_bytes()
                 except FileNotFoundError:  # removed since it was picked (a sync brought that)

@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 import llm_wiki.clock as clock
+import llm_wiki.progress as progress
 from llm_wiki.entries import load_yaml
 from llm_wiki.errors import BackendFailed, BackendUnavailable, InvalidInput, WikiError
 from llm_wiki.wiki import Wiki
@@ -174,6 +175,7 @@ def call(
             error=exc.message[:300],
         )
         _log_call(wiki, record)
+        progress.current().called(record["tokens_in"])
         raise
     record.update(
         model=result.model or backend.model,
@@ -183,6 +185,7 @@ def call(
         ok=True,
     )
     _log_call(wiki, record)
+    progress.current().called(result.tokens_in + result.tokens_out)
     return result
 
 

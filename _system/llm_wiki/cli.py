@@ -73,16 +73,106 @@ class _OneLineErrors:
             raise _one_line(exc) from None
 
 
-class _Command(_OneLineErrors, _ExampleHelp, click.Command):
+_QUIET, _VERBOSE = "llm_wiki.quiet", "llm_wiki.verbose"
+
+
+def _remember(key: str) -> Callable[[click.Context, click.Parameter, bool], None]:
+    def callback(ctx: click.Context, param: click.Parameter, value: bool) -> None:
+        if value:
+            ctx.find_root().meta[key] = True
+
+    return callback
+
+
+class _Verbosity:
+    """``-q/--quiet`` and ``-v/--verbose`` on every command and group (before the command name
+    too); what they change is read through :func:`_quiet`, :func:`_verbose` and
+    :func:`_progress`."""
+
+    params: list[click.Parameter]
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.params.append(
+            click.Option(
+                ["-q", "--quiet"],
+                is_flag=True,
+                expose_value=False,
+                callback=_remember(_QUIET),
+                help="No progress, notes or warnings on stderr: results and errors only.",
+            )
+        )
+        self.params.append(
+            click.Option(
+                ["-v", "--verbose"],
+                is_flag=True,
+                expose_value=False,
+                callback=_remember(_VERBOSE),
+                help="On stderr: a line per step of a long run (terminal or not), and at the "
+                "end what the command took.",
+            )
+        )
+
+
+def _flag(key: str) -> bool:
+    ctx = click.get_current_context(silent=True)
+    return bool(ctx is not None and ctx.find_root().meta.get(key))
+
+
+def _quiet() -> bool:
+    return _flag(_QUIET) and not _flag(_VERBOSE)
+
+
+def _note(text: str) -> None:
+    """A note or warning on stderr, unless -q."""
+    if not _quiet():
+        click.echo(text, err=True)
+
+
+def _progress(as_json: bool = False) -> Any:
+    """What a long run shows on stderr: with -v a line per step; on a terminal (not --json,
+    not -q) one line rewritten in place; else nothing (None)."""
+    from llm_wiki.progress import TerminalProgress  # deferred: start-up
+
+    if _flag(_VERBOSE):
+        return TerminalProgress(sys.stderr, verbose=True)
+    if _quiet() or as_json or not _isatty(sys.stderr):
+        return None
+    return TerminalProgress(sys.stderr)
+
+
+def _isatty(stream: Any) -> bool:
+    try:
+        return bool(stream.isatty())
+    except (AttributeError, ValueError):
+        return False
+
+
+class _Command(_Verbosity, _OneLineErrors, _ExampleHelp, click.Command):
     pass
 
 
-class _Group(_OneLineErrors, _ExampleHelp, click.Group):
-    """Turns every WikiError into one line on stderr and its exit code."""
+class _Group(_Verbosity, _OneLineErrors, _ExampleHelp, click.Group):
+    """Turns every WikiError into one line on stderr and its exit code; with -v, says at the
+    end how long the command took."""
 
     command_class = _Command
 
     def invoke(self, ctx: click.Context) -> Any:
+        if ctx.parent is not None:
+            return self._invoke(ctx)
+        import time  # deferred: cheap, kept beside its one use
+
+        start, cpu = time.monotonic(), time.process_time()
+        try:
+            return self._invoke(ctx)
+        finally:
+            if ctx.meta.get(_VERBOSE) and ctx.invoked_subcommand:
+                took, used = time.monotonic() - start, time.process_time() - cpu
+                name = ctx.invoked_subcommand
+                click.echo(f"llm-wiki {name}: {took:.2f} s ({used:.2f} s of CPU)", err=True)
+
+    def _invoke(self, ctx: click.Context) -> Any:
         try:
             return super().invoke(ctx)
         except WikiError as exc:
@@ -341,7 +431,7 @@ def entry_write(
         _print_json(result.to_dict())
     elif dry_run:
         click.echo(result.text, nl=False)
-        click.echo(f"(dry run: would write {result.path})", err=True)
+        _note(f"(dry run: would write {result.path})")
     elif result.created:
         click.echo(f"Recorded {result.id}")
         click.echo(f"  {result.path}")
@@ -484,7 +574,7 @@ def index_build(check: bool, as_json: bool, wiki_path: str | None, reader: str |
         llm-wiki index
         llm-wiki index --check
     """
-    result = _session(wiki_path, reader).index(check=check)
+    result = _session(wiki_path, reader).index(check=check, progress=_progress(as_json))
     if as_json:
         _print_json(result.to_dict())
     elif check:
@@ -498,7 +588,7 @@ def index_build(check: bool, as_json: bool, wiki_path: str | None, reader: str |
             f"dropped {result.removed}); wrote {_n(len(result.written), 'index file')}."
         )
     for path, message in result.problems:
-        click.echo(f"warning: {path}: unreadable entry skipped: {message}", err=True)
+        _note(f"warning: {path}: unreadable entry skipped: {message}")
     if check and result.stale:
         sys.exit(1)
 
@@ -551,7 +641,7 @@ def wiki_site(
         llm-wiki site --full
     """
     session = _session(wiki_path, reader)
-    result = session.site(out, full=full)
+    result = session.site(out, full=full, progress=_progress(as_json))
     viewer = session.viewer
 
     def report(result: Any) -> None:
@@ -727,6 +817,7 @@ def wiki_consolidate(
         verify_with_llm=True if verify_with_llm else None,
         backend=backend,
         model=model,
+        progress=_progress(as_json),
     )
     if as_json:
         _print_json(result.to_dict())
@@ -794,7 +885,9 @@ def wiki_archive(
         llm-wiki archive --dry-run
         llm-wiki archive --older-than 180d --json
     """
-    result = _session(wiki_path, reader).archive(older_than=older_than, dry_run=dry_run)
+    result = _session(wiki_path, reader).archive(
+        older_than=older_than, dry_run=dry_run, progress=_progress(as_json)
+    )
     if as_json:
         _print_json(result.to_dict())
     else:
@@ -803,7 +896,7 @@ def wiki_archive(
 
 def _print_archive(result: Any, dry_run: bool) -> None:
     for entry_id, reason in result.skipped:
-        click.echo(f"warning: left {entry_id} in entries/: {reason}", err=True)
+        _note(f"warning: left {entry_id} in entries/: {reason}")
     if result.finished:
         click.echo(
             f"Finished an interrupted run: removed {_n(len(result.finished), 'archived original')}."
@@ -900,7 +993,11 @@ def wiki_lint(
         llm-wiki lint --with-llm --max-calls 5
     """
     result = _session(wiki_path, reader).lint(
-        with_llm=with_llm, max_calls=max_calls, backend=backend, model=model
+        with_llm=with_llm,
+        max_calls=max_calls,
+        backend=backend,
+        model=model,
+        progress=_progress(as_json),
     )
     if as_json:
         _print_json(result.to_dict())
@@ -968,9 +1065,9 @@ def wiki_query(
         question, k=k, budget=budget, file_back=file_back, backend=backend, model=model
     )
     if answer.filed:
-        click.echo(f"Filed back as {answer.filed}", err=True)
+        _note(f"Filed back as {answer.filed}")
     elif answer.filed_note:
-        click.echo(answer.filed_note, err=True)
+        _note(answer.filed_note)
     if as_json:
         _print_json(answer.to_dict())
     else:
@@ -1034,18 +1131,16 @@ def adr_import(
         scope=scope,
         recursive=recursive,
         dry_run=dry_run,
+        progress=_progress(as_json),
     )
     if as_json:
         _print_json(result.to_dict())
     else:
         _print_import(result, dry_run)
     for item in result.refused:
-        click.echo(
-            f"refused link in {item['file']} ({item['kind']}): {item['link']}: {item['why']}",
-            err=True,
-        )
+        _note(f"refused link in {item['file']} ({item['kind']}): {item['link']}: {item['why']}")
     for warning in result.warnings:
-        click.echo(f"warning: {warning}", err=True)
+        _note(f"warning: {warning}")
 
 
 def _print_import(result: Any, dry_run: bool) -> None:
@@ -1188,6 +1283,7 @@ def wiki_ingest(
         "max_calls": max_calls,
         "backend": backend,
         "model": model,
+        "progress": _progress(as_json),
     }
     if inbox is not None:
         batch = session.ingest_inbox(inbox, quiet_minutes=quiet_minutes, **options)
@@ -1321,7 +1417,7 @@ def wiki_brief(
             from llm_wiki.files import atomic_write  # deferred: start-up
 
             atomic_write(Path(out).expanduser(), text)
-            click.echo(f"Wrote {out}", err=True)
+            _note(f"Wrote {out}")
         errors = [result.error] if result.error else []
     if errors:
         raise WikiError(f"{errors[0]}; the briefing says so and has no narrative.")
@@ -1332,23 +1428,35 @@ def schedule_group() -> None:
     """Run the jobs unattended: launchd agents (macOS) or systemd user timers (Linux).
 
     Jobs: consolidate nightly, brief daily, archive monthly (catching up when a 1st was missed),
-    lint weekly; each runs its _system/bin/ script and logs to <wiki>/.llm-wiki/logs/<job>.log.
-    The API key and PATH additions go in ONE env file (~/.config/llm-wiki/env, mode 0600), never
-    in a plist or unit. LLM_WIKI_LAUNCHCTL / LLM_WIKI_SYSTEMCTL replace the manager command.
+    lint weekly; with --jobs ingest,sync also the inbox ingest every 5 minutes and sync hourly.
+    Each runs its _system/bin/ script and logs to <wiki>/.llm-wiki/logs/<job>.log (rotated past
+    1 MiB). Job names carry the wiki (schedule.name in settings.yaml, else a hash of its path),
+    so each wiki keeps its own. The API key and PATH additions go in ONE env file
+    (~/.config/llm-wiki/env, mode 0600), never in a plist or unit. LLM_WIKI_LAUNCHCTL /
+    LLM_WIKI_SYSTEMCTL replace the manager command.
 
     Example usage:
 
     \b
         llm-wiki schedule install
+        llm-wiki schedule install --jobs ingest,sync
         llm-wiki schedule status
         llm-wiki schedule render --platform launchd --out ./agents
         llm-wiki schedule uninstall
     """
 
 
+_jobs_option = click.option(
+    "--jobs",
+    metavar="LIST",
+    help="Optional jobs too, comma-separated: ingest (inbox, every 5 min), sync (hourly), or all.",
+)
+
+
 def _schedule_options(func: F) -> F:
     for option in reversed(
         [
+            _jobs_option,
             click.option(
                 "--platform",
                 type=click.Choice(["launchd", "systemd"]),
@@ -1398,6 +1506,7 @@ def _platform(platform: str | None) -> str:
 @_json_option
 def schedule_render(
     out: str | None,
+    jobs: str | None,
     platform: str | None,
     python: str | None,
     bin_dir: str | None,
@@ -1414,10 +1523,10 @@ def schedule_render(
     """
     from pathlib import Path  # deferred: pathlib is not loaded for --help
 
-    from llm_wiki.schedule import render, write_rendered  # deferred: start-up
+    from llm_wiki.schedule import STANDARD, pick_jobs, render, write_rendered  # deferred: start-up
 
     where = _schedule_layout(wiki_path, python, bin_dir, env_file)
-    files = render(_platform(platform), where)
+    files = render(_platform(platform), where, STANDARD + pick_jobs(jobs))
     if out is not None:
         paths = write_rendered(files, Path(out).expanduser())
         if as_json:
@@ -1439,6 +1548,7 @@ def schedule_render(
 @_json_option
 def schedule_install(
     dest: str | None,
+    jobs: str | None,
     platform: str | None,
     python: str | None,
     bin_dir: str | None,
@@ -1448,24 +1558,34 @@ def schedule_install(
 ) -> None:
     """Install and load the jobs; create the env file (mode 0600) if it is missing.
 
-    launchd: ~/Library/LaunchAgents/com.llm-wiki.<job>.plist, then `launchctl bootstrap`.
-    systemd: ~/.config/systemd/user/llm-wiki-<job>.{service,timer}, then `systemctl --user
-    enable --now` the timers. Installing again replaces them.
+    launchd: ~/Library/LaunchAgents/com.llm-wiki.<wiki>.<job>.plist, then `launchctl
+    bootstrap`. systemd: ~/.config/systemd/user/llm-wiki-<wiki>-<job>.{service,timer}, then
+    `systemctl --user enable --now` the timers. Installing again replaces them and keeps the
+    optional jobs installed before; the unnamed jobs of an earlier version that ran this wiki
+    are removed.
 
     Example usage:
 
         llm-wiki schedule install
+        llm-wiki schedule install --jobs ingest,sync
         llm-wiki schedule install --platform systemd --dest ~/.config/systemd/user
     """
     from pathlib import Path  # deferred: pathlib is not loaded for --help
 
-    from llm_wiki.schedule import install  # deferred: start-up
+    from llm_wiki.schedule import install, pick_jobs  # deferred: start-up
 
     where = _schedule_layout(wiki_path, python, bin_dir, env_file)
-    result = install(_platform(platform), where, dest=Path(dest).expanduser() if dest else None)
+    result = install(
+        _platform(platform),
+        where,
+        dest=Path(dest).expanduser() if dest else None,
+        jobs=pick_jobs(jobs),
+    )
     if as_json:
         _print_json(result.to_dict())
         return
+    for path in result.replaced:
+        click.echo(f"Removed {path} (an earlier version's job for this wiki)")
     for path in result.files:
         click.echo(f"Installed {path}")
     for command in result.commands:
@@ -1475,33 +1595,50 @@ def schedule_install(
             f"Created {result.env_file} (mode 0600): put ANTHROPIC_API_KEY or PATH additions there."
         )
     for note in result.notes:
-        click.echo(f"warning: {note}", err=True)
+        _note(f"warning: {note}")
     click.echo(f"Logs go to {where.log_dir}/<job>.log; check them with `llm-wiki schedule status`.")
 
 
 @schedule_group.command(name="uninstall")
 @click.option("--dest", metavar="DIR", help="Where the files are (default: the manager's folder).")
 @click.option("--platform", type=click.Choice(["launchd", "systemd"]), help="Default: this OS's.")
+@click.option("--jobs", metavar="LIST", help="Only these jobs, comma-separated (default: all).")
 @_json_option
-def schedule_uninstall(dest: str | None, platform: str | None, as_json: bool) -> None:
-    """Unload and remove the jobs; the env file and the logs stay.
+@_wiki_option
+def schedule_uninstall(
+    dest: str | None,
+    platform: str | None,
+    jobs: str | None,
+    as_json: bool,
+    wiki_path: str | None,
+) -> None:
+    """Unload and remove this wiki's jobs; the env file, the logs and other wikis' jobs stay.
 
     Example usage:
 
         llm-wiki schedule uninstall
+        llm-wiki schedule uninstall --jobs sync
     """
     from pathlib import Path  # deferred: pathlib is not loaded for --help
 
-    from llm_wiki.schedule import uninstall  # deferred: start-up
+    from llm_wiki.schedule import pick_jobs, uninstall, wiki_name  # deferred: start-up
+    from llm_wiki.wiki import resolve_wiki  # deferred: start-up
 
-    result = uninstall(_platform(platform), dest=Path(dest).expanduser() if dest else None)
+    obj = click.get_current_context().find_root().obj or {}
+    wiki = resolve_wiki(wiki_path or obj.get("wiki_path"))
+    result = uninstall(
+        _platform(platform),
+        wiki_name(wiki.root),
+        dest=Path(dest).expanduser() if dest else None,
+        jobs=pick_jobs(jobs),
+    )
     if as_json:
         _print_json(result.to_dict())
         return
     for path in result.removed:
         click.echo(f"Removed {path}")
     if not result.removed:
-        click.echo(f"No llm-wiki jobs installed in {result.dest}.")
+        click.echo(f"No llm-wiki jobs of this wiki installed in {result.dest}.")
 
 
 @schedule_group.command(name="status")
@@ -1510,6 +1647,7 @@ def schedule_uninstall(dest: str | None, platform: str | None, as_json: bool) ->
 @_json_option
 def schedule_status(
     dest: str | None,
+    jobs: str | None,
     platform: str | None,
     python: str | None,
     bin_dir: str | None,
@@ -1519,8 +1657,9 @@ def schedule_status(
 ) -> None:
     """For each job: installed, current, loaded, and how its last run ended.
 
-    Exits 1 when a job is missing, out of date, not loaded, or its last run failed, or when the
-    env file is missing or readable by others.
+    The last run's exit code and, when it failed, its failure line. Exits 1 when a job is
+    missing, out of date, not loaded, or its last run failed, or when the env file is missing or
+    readable by others; on Linux it warns when lingering is off (timers stop at logout).
 
     Example usage:
 
@@ -1529,13 +1668,19 @@ def schedule_status(
     """
     from pathlib import Path  # deferred: pathlib is not loaded for --help
 
-    from llm_wiki.schedule import status  # deferred: start-up
+    from llm_wiki.schedule import pick_jobs, status  # deferred: start-up
 
     where = _schedule_layout(wiki_path, python, bin_dir, env_file)
-    result = status(_platform(platform), where, dest=Path(dest).expanduser() if dest else None)
+    result = status(
+        _platform(platform),
+        where,
+        dest=Path(dest).expanduser() if dest else None,
+        jobs=pick_jobs(jobs),
+    )
     if as_json:
         _print_json(result.to_dict())
     else:
+        click.echo(f"Jobs of {where.wiki} (named {result.name}) in {result.dest}:")
         for job in result.jobs:
             state = (
                 "not installed"
@@ -1596,6 +1741,104 @@ def skills_install(dest: str | None, as_json: bool) -> None:
         return
     for name in result.skills:
         click.echo(f"Installed {Path(result.dest) / name / 'SKILL.md'}")
+
+
+@cli.group(name="agents", cls=_Group)
+def agents_group() -> None:
+    """The Claude Code plugin: skills, the MCP server, and hooks that capture without asking.
+
+    At session start the agent is given the current decisions of the domains its working folder
+    maps to (agents.folders in settings.yaml) and their open incidents, in a few hundred tokens;
+    before compaction and at session end the transcript goes into the wiki's inbox for
+    `llm-wiki ingest --inbox`. The hooks call no LLM and never block the agent.
+
+    Example usage:
+
+    \b
+        llm-wiki agents install
+        llm-wiki agents context --cwd ~/src/billing-service
+        llm-wiki agents uninstall
+    """
+
+
+@agents_group.command(name="install")
+@click.option(
+    "--dest",
+    metavar="DIR",
+    help="Where the plugin goes (default ~/.claude/skills/llm-wiki, loaded at the next session).",
+)
+@_json_option
+@_wiki_options
+def agents_install(
+    dest: str | None, as_json: bool, wiki_path: str | None, reader: str | None
+) -> None:
+    """Write the llm-wiki plugin for Claude Code: skills, MCP server, session hooks.
+
+    The plugin runs this Python (absolute path) on this wiki, as the reader given by --as, else
+    the one in LLM_WIKI_READER when a hook runs; install again after moving either. Installing again
+    replaces the plugin. With --dest, load it for one session: claude --plugin-dir DIR.
+
+    Example usage:
+
+    \b
+        llm-wiki agents install
+        llm-wiki agents install --as alice
+        llm-wiki agents install --dest ./llm-wiki-plugin
+    """
+    result = _session(wiki_path, reader).install_agents(dest)
+    if as_json:
+        _print_json(result.to_dict())
+        return
+    click.echo(f"Installed the llm-wiki plugin in {result.dest}")
+    who = f" as {result.reader}" if result.reader else ""
+    click.echo(f"Its hooks and MCP server use {result.wiki}{who}, run by {result.python}.")
+    click.echo("Claude Code loads it at the next session (`/plugin` lists it as llm-wiki).")
+    for note in result.notes:
+        _note(f"note: {note}")
+
+
+@agents_group.command(name="uninstall")
+@click.option(
+    "--dest", metavar="DIR", help="Where the plugin is (default ~/.claude/skills/llm-wiki)."
+)
+def agents_uninstall(dest: str | None) -> None:
+    """Remove the llm-wiki plugin.
+
+    Example usage:
+
+        llm-wiki agents uninstall
+    """
+    from pathlib import Path  # deferred: pathlib is not loaded for --help
+
+    from llm_wiki.agents import default_dest, uninstall_plugin  # deferred: start-up
+
+    removed = uninstall_plugin(Path(dest) if dest else None)
+    click.echo(f"Removed {removed}" if removed else f"No plugin in {dest or default_dest()}.")
+
+
+@agents_group.command(name="context")
+@click.option("--cwd", metavar="DIR", help="The agent's working folder (default: this one).")
+@click.option("--compact", is_flag=True, help="As after a compaction (one more line).")
+@_json_option
+@_wiki_options
+def agents_context(
+    cwd: str | None, compact: bool, as_json: bool, wiki_path: str | None, reader: str | None
+) -> None:
+    """Print what the session-start hook adds to an agent's context in a folder.
+
+    The domains come from agents.folders in settings.yaml (else the domain named like the
+    folder); --json also says which domains, how many decisions and incidents, and the tokens.
+
+    Example usage:
+
+        llm-wiki agents context --cwd ~/src/billing-service
+        llm-wiki agents context --json
+    """
+    context = _session(wiki_path, reader).agent_context(cwd, compact=compact)
+    if as_json:
+        _print_json(context.to_dict())
+    else:
+        click.echo(context.text, nl=False)
 
 
 @cli.command(name="mcp")

@@ -35,6 +35,7 @@ from typing import Any
 
 import llm_wiki.backends as backends
 import llm_wiki.clock as clock
+import llm_wiki.progress as progress
 import llm_wiki.store as store
 from llm_wiki.access import Viewer
 from llm_wiki.catalog import Row, read_catalog
@@ -413,6 +414,11 @@ class _Domain:
         return {r.id: r.sha256 for r in self.state.evidence}
 
 
+def _work_name(work: tuple[DomainState, str]) -> str:
+    state = work[0]
+    return state.domain if state.scope == "shared" else f"{state.scope}/{state.domain}"
+
+
 class _Run:
     def __init__(
         self,
@@ -441,7 +447,9 @@ class _Run:
     # -- the whole run
     def execute(self, selection: _Selection) -> ConsolidateResult:
         results: list[DomainResult] = []
-        for state, reason in selection.work:
+        shown = progress.current()
+        shown.task("consolidate", total=len(selection.work))
+        for state, reason in shown.each(selection.work, _work_name):
             if self.error is not None:
                 results.append(self._result(state, "waiting", "the backend failed earlier"))
             elif self.backend.is_llm and self.budget.calls >= self.budget.max_calls:
@@ -619,6 +627,7 @@ class _Run:
         leftovers: list[str] = []  # entries whose notes were dropped: shown whole to the combiner
         missing = False
         for number, members in enumerate(chunks, start=1):
+            progress.current().detail(f"chunk {number}/{len(chunks)}")
             key = self._chunk_key(work, members)
             hit = None if self.force else cache.find(key, members, active, keep=not self.dry_run)
             if hit is not None:

@@ -49,6 +49,7 @@ from typing import Any
 
 import llm_wiki.backends as backends
 import llm_wiki.clock as clock
+import llm_wiki.progress as progress
 import llm_wiki.store as store
 from llm_wiki.access import Viewer, require_write, walls_on
 from llm_wiki.catalog import Catalog, Row, read_catalog
@@ -739,6 +740,7 @@ def _ingest(
                 catalog, narrowed, part.text, settings["index_tokens"]
             )
     for part in parts:
+        progress.current().detail(f"part {part.number}/{len(parts)}")
         prompt = _prompt(
             wiki, part, len(parts), kind=kind, scope=scope, earlier=first - 1, domains=domains
         )
@@ -894,6 +896,10 @@ def ingest_inbox(
     that grew is ingested for its new part. Hidden and temporary files (``.*``, ``*~``,
     ``*.tmp``, ``*.part``, ``*.swp``) are left alone. A file that fails is reported and the
     others go on; an unusable backend stops the run before any file is read.
+
+    A sub-folder named like a scope (``<inbox>/matter-acme/``) holds files for that scope: they
+    are ingested into it, whatever ``scope`` says, when the reader may write it, and reported as
+    failed otherwise (the agent hooks file a transcript there when its folder names a scope).
     """
     llm = llm_backend(wiki, backend)
     quiet = float(
@@ -908,17 +914,17 @@ def ingest_inbox(
         raise InvalidInput(f"--inbox {folder} is not a folder; create it or pass another.")
     now = clock.now().timestamp()
     items: list[InboxItem] = []
-    for path in sorted(root.iterdir()):
-        if not _inbox_file(path):
-            continue
+    files = _inbox_files(root)
+    shown = progress.current()
+    shown.task("ingest --inbox", total=len(files))
+    for path, folder_scope in shown.each(files, _inbox_name):
+        name = _inbox_name((path, folder_scope))
         try:
             age = now - path.stat().st_mtime
         except OSError:
             continue  # removed since the listing
         if age < quiet * 60:
-            items.append(
-                InboxItem(path.name, "waiting", f"changed {max(0.0, age) / 60:.0f} min ago")
-            )
+            items.append(InboxItem(name, "waiting", f"changed {max(0.0, age) / 60:.0f} min ago"))
             continue
         try:
             result = ingest_file(
@@ -926,7 +932,7 @@ def ingest_inbox(
                 viewer,
                 path,
                 kind=kind,
-                scope=scope,
+                scope=folder_scope or scope,
                 dry_run=dry_run,
                 backend=llm,
                 max_calls=max_calls,
@@ -934,10 +940,29 @@ def ingest_inbox(
         except BackendUnavailable:
             raise
         except WikiError as exc:
-            items.append(InboxItem(path.name, "failed", exc.message))
+            items.append(InboxItem(name, "failed", exc.message))
             continue
-        items.append(InboxItem(path.name, result.status, "", result))
+        items.append(InboxItem(name, result.status, "", result))
     return InboxResult(str(root), quiet, tuple(items), backend=llm.name)
+
+
+def _inbox_name(found: tuple[Path, str | None]) -> str:
+    path, scope = found
+    return f"{scope}/{path.name}" if scope else path.name
+
+
+def _inbox_files(root: Path) -> list[tuple[Path, str | None]]:
+    """The inbox's files, then those of each sub-folder named like a scope, with that scope."""
+    found: list[tuple[Path, str | None]] = []
+    folders = []
+    for path in sorted(root.iterdir()):
+        if _inbox_file(path):
+            found.append((path, None))
+        elif path.is_dir() and NAME_RE.match(path.name):
+            folders.append(path)
+    for folder in folders:
+        found += [(p, folder.name) for p in sorted(folder.iterdir()) if _inbox_file(p)]
+    return found
 
 
 def _inbox_file(path: Path) -> bool:

@@ -29,6 +29,7 @@ from typing import Any
 
 import llm_wiki.backends as backends
 import llm_wiki.clock as clock
+import llm_wiki.progress as progress
 import llm_wiki.store as store
 from llm_wiki.access import Viewer
 from llm_wiki.catalog import Row, read_catalog
@@ -520,9 +521,12 @@ def _contradictions(
     out: list[Finding] = []
     calls = 0
     system = render_prompt("lint_system.j2")
+    report = progress.current()
+    report.task("lint --with-llm", total=min(len(groups), limit))
     for scope, domain, tag, members in groups:
         if calls >= limit:
             break
+        report.item(f"{domain} #{tag}")
         prompt = render_prompt(
             "lint_contradictions.j2",
             domain=domain,
@@ -537,6 +541,8 @@ def _contradictions(
             data = json_object(reply.text)
         except (WikiError, ValueError):
             continue  # a failed call finds nothing; the next run asks again
+        finally:
+            report.done()
         shown = set(members)
         for item in data.get("contradictions") or []:
             if not isinstance(item, dict):

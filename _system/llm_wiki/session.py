@@ -15,6 +15,11 @@ are made here, once:
   its name came from (``backend_source``: flag, env, settings or default; a name passed to a
   method counts as the flag).
 
+The long verbs (``consolidate``, ``ingest``, ``ingest_inbox``, ``lint`` with the LLM,
+``import_adr``, ``index``, ``archive``, ``site``) take ``progress``, a
+:class:`llm_wiki.progress.Progress` told what is done as the run goes (n of N, LLM calls and
+tokens); the CLI passes one that draws on a terminal.
+
 Each method is one call into the flow that does the work, imported inside the method so that
 ``import llm_wiki`` and ``llm-wiki write`` load only what they use. Results are the flows'
 frozen dataclasses; their ``to_dict()`` is what ``--json`` prints.
@@ -30,10 +35,12 @@ from typing import TYPE_CHECKING, Any
 
 from llm_wiki.access import Viewer, disk_viewer, resolve_viewer
 from llm_wiki.entries import Alternative, Entry, draft, parse_alt
+from llm_wiki.progress import Progress, reporting
 from llm_wiki.wiki import ENV_DIR, Wiki, resolve_wiki
 
 if TYPE_CHECKING:
     from llm_wiki.adr import ImportResult
+    from llm_wiki.agents import InstalledPlugin
     from llm_wiki.archive import ArchiveResult
     from llm_wiki.backends import Backend
     from llm_wiki.brief import Briefing, SavedBriefings
@@ -41,6 +48,7 @@ if TYPE_CHECKING:
     from llm_wiki.consolidate import ConsolidateResult
     from llm_wiki.create import InitResult
     from llm_wiki.evaluation import EvalResult
+    from llm_wiki.hooks import Context
     from llm_wiki.ingest import InboxResult, IngestResult
     from llm_wiki.lint import LintResult
     from llm_wiki.reads import Page, Shown
@@ -279,6 +287,7 @@ class Session:
         max_calls: int | None = None,
         backend: str | Backend | None = None,
         model: str | None = None,
+        progress: Progress | None = None,
     ) -> LintResult:
         """Every check over the entries this reader may see; ``with_llm``: contradictions too
         (the backend is chosen only then)."""
@@ -288,16 +297,25 @@ class Session:
         if not with_llm:
             return lint(self.wiki, viewer, max_calls=max_calls)
         chosen, source = self._backend(backend, model)
-        result = lint(self.wiki, viewer, with_llm=True, max_calls=max_calls, backend=chosen)
+        with reporting(progress):
+            result = lint(self.wiki, viewer, with_llm=True, max_calls=max_calls, backend=chosen)
         return dataclasses.replace(result, backend_source=source)
 
-    def site(self, out: PathLike | None = None, *, full: bool = False) -> SiteResult:
+    def site(
+        self,
+        out: PathLike | None = None,
+        *,
+        full: bool = False,
+        progress: Progress | None = None,
+    ) -> SiteResult:
         """Build (or bring up to date) the static site of what this reader may read, in ``out``
         (default .llm-wiki/site/, under walls .llm-wiki/site/READER/); ``full``: start over
         rather than follow log.md from the last build (every entry file hashed again)."""
         from llm_wiki.site import build_site  # deferred: jinja2 and markdown-it
 
-        return build_site(self.wiki, self.viewer, out, full=full)
+        viewer = self.viewer
+        with reporting(progress):
+            return build_site(self.wiki, viewer, out, full=full)
 
     # ------------------------------------------------------------------ compiling
 
@@ -312,6 +330,7 @@ class Session:
         max_calls: int | None = None,
         backend: str | Backend | None = None,
         model: str | None = None,
+        progress: Progress | None = None,
     ) -> IngestResult:
         """Compile one source into cited entries: a file's path, or its bytes (``name`` says
         where they came from)."""
@@ -319,29 +338,18 @@ class Session:
 
         viewer = self.viewer
         chosen, origin = self._backend(backend, model)
-        if isinstance(source, bytes):
-            result = ingest(
-                self.wiki,
-                viewer,
-                source,
-                name=name,
-                kind=kind,
-                scope=scope,
-                dry_run=dry_run,
-                max_calls=max_calls,
-                backend=chosen,
-            )
-        else:
-            result = ingest_file(
-                self.wiki,
-                viewer,
-                Path(source),
-                kind=kind,
-                scope=scope,
-                dry_run=dry_run,
-                max_calls=max_calls,
-                backend=chosen,
-            )
+        options: dict[str, Any] = dict(
+            kind=kind, scope=scope, dry_run=dry_run, max_calls=max_calls, backend=chosen
+        )
+        with reporting(progress) as shown:
+            shown.task("ingest", total=1)
+            if isinstance(source, bytes):
+                shown.item(name)
+                result = ingest(self.wiki, viewer, source, name=name, **options)
+            else:
+                shown.item(Path(source).name)
+                result = ingest_file(self.wiki, viewer, Path(source), **options)
+            shown.done()
         return dataclasses.replace(result, backend_source=origin)
 
     def ingest_inbox(
@@ -355,23 +363,25 @@ class Session:
         max_calls: int | None = None,
         backend: str | Backend | None = None,
         model: str | None = None,
+        progress: Progress | None = None,
     ) -> InboxResult:
         """Ingest each file of ``folder`` unchanged for ``quiet_minutes`` (the scheduled job)."""
         from llm_wiki.ingest import ingest_inbox  # deferred: start-up
 
         viewer = self.viewer
         chosen, source = self._backend(backend, model)
-        result = ingest_inbox(
-            self.wiki,
-            viewer,
-            Path(folder),
-            quiet_minutes=quiet_minutes,
-            kind=kind,
-            scope=scope,
-            dry_run=dry_run,
-            max_calls=max_calls,
-            backend=chosen,
-        )
+        with reporting(progress):
+            result = ingest_inbox(
+                self.wiki,
+                viewer,
+                Path(folder),
+                quiet_minutes=quiet_minutes,
+                kind=kind,
+                scope=scope,
+                dry_run=dry_run,
+                max_calls=max_calls,
+                backend=chosen,
+            )
         return dataclasses.replace(result, backend_source=source)
 
     def import_adr(
@@ -382,19 +392,22 @@ class Session:
         scope: str | None = None,
         recursive: bool = False,
         dry_run: bool = False,
+        progress: Progress | None = None,
     ) -> ImportResult:
         """A folder of architecture decision records as decision entries."""
         from llm_wiki.adr import import_adr  # deferred: start-up
 
-        return import_adr(
-            self.wiki,
-            Path(folder),
-            viewer=self.viewer,
-            domain=domain,
-            scope=scope,
-            recursive=recursive,
-            dry_run=dry_run,
-        )
+        viewer = self.viewer
+        with reporting(progress):
+            return import_adr(
+                self.wiki,
+                Path(folder),
+                viewer=viewer,
+                domain=domain,
+                scope=scope,
+                recursive=recursive,
+                dry_run=dry_run,
+            )
 
     def consolidate(
         self,
@@ -407,36 +420,71 @@ class Session:
         dry_run: bool = False,
         backend: str | Backend | None = None,
         model: str | None = None,
+        progress: Progress | None = None,
     ) -> ConsolidateResult:
         """The nightly job: each out-of-date domain rewritten as one cited synthesis."""
         from llm_wiki.consolidate import consolidate  # deferred: start-up
 
         viewer = self.viewer
         chosen, source = self._backend(backend, model)
-        result = consolidate(
-            self.wiki,
-            viewer,
-            domain=domain,
-            all_domains=all_domains,
-            max_calls=max_calls,
-            max_tokens=max_tokens,
-            dry_run=dry_run,
-            verify_with_llm=verify_with_llm,
-            backend=chosen,
-        )
+        with reporting(progress):
+            result = consolidate(
+                self.wiki,
+                viewer,
+                domain=domain,
+                all_domains=all_domains,
+                max_calls=max_calls,
+                max_tokens=max_tokens,
+                dry_run=dry_run,
+                verify_with_llm=verify_with_llm,
+                backend=chosen,
+            )
         return dataclasses.replace(result, backend_source=source)
+
+    # ------------------------------------------------------------------ agents
+
+    def agent_context(self, cwd: PathLike | None = None, *, compact: bool = False) -> Context:
+        """What the Claude Code session-start hook gives an agent working in ``cwd`` (default:
+        this process's folder): the current decisions of the domains it maps to (agents.folders
+        in settings.yaml) and the open incidents, within agents.context_tokens."""
+        from llm_wiki.catalog import read_catalog  # deferred: start-up
+        from llm_wiki.hooks import session_context  # deferred: start-up
+
+        viewer = self.viewer
+        folder = os.path.abspath(os.path.expanduser(os.fspath(cwd or os.getcwd())))
+        with read_catalog(self.wiki) as catalog:
+            context = session_context(self.wiki, viewer, folder, compact=compact, catalog=catalog)
+        assert context is not None  # a catalog was given
+        return context
+
+    def install_agents(self, dest: PathLike | None = None) -> InstalledPlugin:
+        """Write the Claude Code plugin (skills, MCP server, hooks) for this wiki into ``dest``
+        (default ~/.claude/skills/llm-wiki). A reader named here is checked now and written in;
+        without one the hooks read LLM_WIKI_READER when they run."""
+        from llm_wiki.agents import install_plugin  # deferred: start-up
+
+        if self.reader:
+            _ = self.viewer  # an unknown reader fails now, not in the agent's session
+        return install_plugin(self.wiki.root, reader=self.reader, dest=Path(dest) if dest else None)
 
     # ------------------------------------------------------------------ the disk, every scope
 
-    def index(self, *, check: bool = False) -> IndexResult:
+    def index(self, *, check: bool = False, progress: Progress | None = None) -> IndexResult:
         """Bring the catalog, INDEX.md and index/ up to date; ``check``: only say what is stale."""
         from llm_wiki.catalog import check_index, rebuild_index  # deferred: start-up
 
         self._disk("index")
-        return check_index(self.wiki) if check else rebuild_index(self.wiki)
+        if check:
+            return check_index(self.wiki)
+        with reporting(progress):
+            return rebuild_index(self.wiki)
 
     def archive(
-        self, *, older_than: int | str | None = None, dry_run: bool = False
+        self,
+        *,
+        older_than: int | str | None = None,
+        dry_run: bool = False,
+        progress: Progress | None = None,
     ) -> ArchiveResult:
         """Roll entries superseded more than ``older_than`` days ago (``90`` or ``"90d"``;
         default settings.yaml) into a monthly archive."""
@@ -444,7 +492,8 @@ class Session:
 
         self._disk("archive")
         days = parse_age(older_than) if isinstance(older_than, str) else older_than
-        return archive_entries(self.wiki, older_than_days=days, dry_run=dry_run)
+        with reporting(progress):
+            return archive_entries(self.wiki, older_than_days=days, dry_run=dry_run)
 
     def sync(self, *, remote: str | None = None, push: bool = True) -> SyncResult:
         """Replicate through git: commit, pull --rebase, refresh the catalog, push."""

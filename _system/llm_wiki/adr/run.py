@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import llm_wiki.progress as progress
 from llm_wiki.access import Viewer, require_write
 from llm_wiki.adr.dates import (
     date_in_name,
@@ -464,7 +465,9 @@ def import_adr(
 
     ids: dict[str, str] = {}
     results: list[Imported] = []
-    for record in ordered:
+    shown = progress.current()
+    shown.task("import-adr", total=len(ordered))
+    for record in shown.each(ordered, lambda r: r.rel):
         src = source[record.rel]
         prev = earlier.get(src)
         if prev is None:  # an older import (adr:<file name>), or a copy of the folder elsewhere

@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import llm_wiki.progress as progress
 import llm_wiki.store as store
 from llm_wiki.access import Viewer
 from llm_wiki.catalog.db import CATALOG_VERSION, Catalog, Row, create_db, render_line
@@ -49,6 +50,7 @@ __all__ = [
     "add_written",
     "check_index",
     "open_catalog",
+    "peek_catalog",
     "read_catalog",
     "rebuild_index",
     "record_archived",
@@ -120,6 +122,32 @@ def read_catalog(wiki: Wiki) -> Catalog:
     return open_catalog(wiki, lock_held=False)
 
 
+def peek_catalog(wiki: Wiki) -> Catalog | None:
+    """The catalog for a caller that must not wait (the agent hooks): brought up to date when
+    the lock is free right now, else taken as it stands (behind by what was written since; the
+    viewer's walls still apply, since they are read from access.yaml, not the catalog). None
+    when there is no catalog of this version yet: a first build can take seconds."""
+    path = _catalog_path(wiki)
+    try:
+        db = _connect_current(path)
+        if db is None:
+            return None
+        catalog = Catalog(wiki, db)
+        if is_fresh(catalog):
+            return catalog
+        with store.locked(wiki, blocking=False) as got:
+            if got:  # reconnect under the lock: another process may have rebuilt it meanwhile
+                catalog.close()
+                db = _connect_current(path)
+                if db is None:
+                    return None
+                catalog = Catalog(wiki, db)
+                refresh(catalog)
+        return catalog
+    except sqlite3.DatabaseError:
+        return None
+
+
 def _drop_catalog(wiki: Wiki) -> None:
     for suffix in ("", "-wal", "-shm"):
         with contextlib.suppress(FileNotFoundError):
@@ -159,7 +187,7 @@ def rebuild_index(wiki: Wiki) -> IndexResult:
             db = create_db(path)
         catalog = Catalog(wiki, db)
         try:
-            result = scan(catalog)
+            result = scan(catalog, progress.current())
             return IndexResult(
                 entries=catalog.count(Viewer.everyone()),
                 parsed=result.parsed,

@@ -16,6 +16,7 @@ from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
+import llm_wiki.progress as progress
 import llm_wiki.store as store
 from llm_wiki.access import walls_on
 from llm_wiki.catalog.db import CATALOG_VERSION, COLUMNS, Catalog, render_line, row_from_db
@@ -444,8 +445,9 @@ def _mark_archived(catalog: Catalog, archived: Sequence[tuple[str, str, str | No
 # --------------------------------------------------------------------------- scanning the files
 
 
-def scan(catalog: Catalog) -> ScanResult:
-    """Compare every file with the catalog; re-parse only what changed; render."""
+def scan(catalog: Catalog, report: progress.Progress | None = None) -> ScanResult:
+    """Compare every file with the catalog; re-parse only what changed; render. ``report``:
+    where to show the files read (``llm-wiki index``; other callers show nothing)."""
     archived: dict[str, str] = dict(
         catalog.db.execute("SELECT path, archive FROM entries WHERE archive IS NOT NULL").fetchall()
     )
@@ -475,9 +477,12 @@ def scan(catalog: Catalog) -> ScanResult:
     seen = loose | held.keys() | {p.path for p in changed}
     removed = sorted((missing | archived.keys()) - seen)
     root = catalog.wiki.root
+    shown = report or progress.SILENT
+    if report is not None:
+        report.task("index: reading entries", total=len(pending))
     parsed = (
         parse_file(rel, (root / rel).read_bytes(), mtime, size)
-        for rel, mtime, size in sorted(pending)
+        for rel, mtime, size in shown.each(sorted(pending), lambda p: p[0])
     )
     with catalog.db:
         catalog.set_meta("render_pending", "1")
@@ -493,6 +498,8 @@ def scan(catalog: Catalog) -> ScanResult:
         # their own (the site's build state) see a new generation and start over.
         catalog.set_meta("generation", os.urandom(8).hex())
         _consume_log(catalog)
+    if report is not None:
+        report.task("index: writing INDEX.md and index/")
     written = write_index_files(catalog, domains=touched, full=True)
     if catalog.meta("version") != CATALOG_VERSION:  # the first build is complete
         with catalog.db:

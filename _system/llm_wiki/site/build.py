@@ -25,6 +25,7 @@ from typing import Any
 
 import jinja2
 
+import llm_wiki.progress as progress
 import llm_wiki.site.html as html  # the submodules, not the package (which imports this one)
 import llm_wiki.site.pictures as pictures
 import llm_wiki.site.state as state
@@ -550,13 +551,21 @@ class _Builder:
         index = self._index = {k: i for i, k in enumerate(self.keys)}
         dirty = {index[k] for k in change.keys if k in index} if change is not None else set()
         following = change is not None
+        shown = progress.current()
+        shown.task("site")
+        skipped = 0  # pages left alone, counted as done in batches
         for path, template, function, args, make, keys in self.plan():
             if following and path in prev_deps and path in old:
                 before = prev_deps[path]
                 if dirty.isdisjoint(before):  # nothing it is made from changed
                     pages[path] = old[path]
                     self.deps[path] = before
+                    skipped += 1
                     continue
+            if skipped:
+                shown.done(skipped)
+                skipped = 0
+            shown.done()
             page = _Page(path, template, make, keys)
             self._deps = set(keys)
             context = function(*args)
@@ -570,6 +579,8 @@ class _Builder:
             self.deps[page.path] = self._intern(self._deps)
             if _write_if_changed(self.out / page.path, data):
                 written.append(page.path)
+        if skipped:
+            shown.done(skipped)
         removed = []
         for rel in sorted(set(known) - set(pages)):
             with contextlib.suppress(FileNotFoundError):
