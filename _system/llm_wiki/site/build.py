@@ -165,7 +165,8 @@ def build_site(
             "archives": hashes.archives,
         }
 
-    state.save(saved, saved_state)
+    with contextlib.suppress(OSError):  # no state kept: the next build is a full one
+        state.save(saved, saved_state)
     return SiteResult(
         out=str(target),
         reader=viewer.name,
