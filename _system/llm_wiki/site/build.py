@@ -33,7 +33,7 @@ import llm_wiki.store as store
 from llm_wiki.access import Viewer, walls_on
 from llm_wiki.catalog import Row, read_catalog
 from llm_wiki.entries import NAME_RE, sha256_hex, slugify
-from llm_wiki.errors import InvalidInput
+from llm_wiki.errors import InvalidInput, WikiError
 from llm_wiki.site.obsidian import write_graph_notes
 from llm_wiki.site.text import CITE_RE, render_body, words
 from llm_wiki.site.view import Line, View, digest, raw_sources
@@ -409,7 +409,6 @@ class _Builder:
         """[scope, domain, the inspector's line] of each consolidation state; after a write,
         only the written domains' are computed again."""
         from llm_wiki.consolidate import domain_states  # deferred: the nightly job's module
-        from llm_wiki.errors import WikiError
 
         view, change = self.view, self.change
         domains = change.domains if change is not None else None
