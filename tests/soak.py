@@ -4,7 +4,7 @@ Each simulated day (``LLM_WIKI_NOW`` advanced one day at a time):
 
 - 09:00-17:00 entries are written: one through ``_system/bin/wiki-write`` (dash, ``env -i`` plus
   the env file), the rest through the library; some decisions supersede older ones, some
-  reflections close incidents by listing them in ``sources``, some incidents are superseded;
+  reflections close incidents by naming them in ``resolves``, some incidents are superseded;
 - Mondays 07:00 ``wiki-lint``;
 - 23:00 ``wiki-consolidate`` with the mock model (``tests/mock_llm.py``); on chosen days the
   model invents a citation for one domain, so that day's synthesis fails and is recorded;
@@ -170,7 +170,9 @@ class Soak:
                 if len(active) >= 3:  # replace the oldest active decision
                     fields["supersedes"] = [active.pop(0)]
             elif kind == "reflection" and self.open_incidents[domain]:
-                fields["source"] = [self.open_incidents[domain].pop(0)]  # closes it
+                incident = self.open_incidents[domain].pop(0)
+                fields["source"] = [incident]
+                fields["resolves"] = [incident]  # closes it (citing alone does not)
             elif kind == "incident" and len(self.open_incidents[domain]) >= 2:
                 fields["supersedes"] = [self.open_incidents[domain].pop(0)]
             if n == 0:

@@ -31,8 +31,18 @@ def schema_errors(name, doc):
 
 
 def add_settings(wiki_path, text):
+    """Merge ``text``'s top-level blocks into settings.yaml (a second `agents:` block would be
+    refused: a key given twice is an error, not the last one winning)."""
+    import yaml
+
     settings = wiki_path / "settings.yaml"
-    settings.write_text(settings.read_text() + text)
+    data = yaml.safe_load(settings.read_text())
+    for key, value in yaml.safe_load(text).items():
+        if isinstance(value, dict) and isinstance(data.get(key), dict):
+            data[key].update(value)
+        else:
+            data[key] = value
+    settings.write_text(yaml.safe_dump(data, sort_keys=False))
 
 
 @pytest.fixture
@@ -64,6 +74,7 @@ def billing(cli, wiki_path, monkeypatch):
         domain="billing",
         date="2026-08-11",
         source=ids["double"],
+        resolves=ids["double"],
     )
     add_settings(wiki_path, f"agents:\n  folders:\n    {CWD}: [billing, payments]\n")
     return ids
@@ -199,7 +210,7 @@ def test_session_start_gives_the_folders_current_decisions_and_open_incidents(
     )  # newest first
     assert "Open incidents in billing, payments (all):" in out
     assert f"- [{billing['slow']}] The nightly billing report timed out (billing)" in lines
-    assert billing["double"] not in out  # closed: a later entry names it in its sources
+    assert billing["double"] not in out  # closed: a later entry says it resolves it
     assert "wiki-write skill" in out and "compacted" not in out
     compact = hook(plugin, "session-start", sample("session-start-compact"))[1]
     assert compact.startswith(out.rstrip("\n")) and "decisions listed in its summary" in compact

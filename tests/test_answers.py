@@ -133,3 +133,113 @@ def test_eval_reports_answer_hit_on_the_dev_set(records, tmp_path):
     assert out["answer_hit"] >= 0.75
     q = next(q for q in out["questions"] if q["qid"] == "ans-13")
     assert q["answer_hit"] is True and q["gold_found"] == [True]
+
+
+IDENTUS = CORPORA / "hyperledger__identus-cloud-agent"
+KUMA = CORPORA / "kumahq__kuma"
+ARACHNE = CORPORA / "arachne-framework__architecture"
+
+
+@pytest.fixture
+def more_records(cli):
+    cli("import-adr", str(IDENTUS), "--domain", "identus")
+    cli("import-adr", str(KUMA), "--domain", "kuma", "--recursive")
+    cli("import-adr", str(ARACHNE), "--domain", "arachne")
+    return cli
+
+
+def test_why_states_the_chosen_option_with_its_because_clause(more_records):
+    # the summary stops at "Chosen option: MongoDB"; the reason follows "because" in the record
+    answer, out = ask(more_records, "Why do mediator messages get stored in MongoDB?")
+    mongo = out["opened"][0]["id"]
+    assert "mediator" in mongo
+    assert (
+        "Chosen option: MongoDB because of storing unstructured json data and json queries that "
+        "requires minimal changes to the existing code and provides the benefits for the current "
+        "use cases.",
+        mongo,
+    ) in quoted(answer)
+
+
+def test_why_not_quotes_the_named_options_cons(more_records):
+    answer, out = ask(more_records, "Why not use opaque Keycloak tokens instead of JWTs?")
+    lines = quoted(answer)
+    keycloak = out["opened"][0]["id"]
+    assert lines[0] == (
+        "Not chosen: Keycloak with opaque tokens (without digital signatures)",
+        keycloak,
+    )
+    assert (
+        "Bad, because it requires a round trip to Keycloak to validate each token and perform "
+        "authorisation checks, increasing latency.",
+        keycloak,
+    ) in lines
+    # the cons of the option the question names, not those of the chosen one
+    assert "Bad, because it introduces complexity around JWT management" not in answer
+
+
+def test_why_quotes_nygard_consequences_not_only_the_context(more_records):
+    answer, out = ask(more_records, "Why is the asset pipeline built on Boot?")
+    boot = out["opened"][0]["id"]
+    assert "asset-pipeline" in boot
+    assert "Boot has built-in support for immutable Filesets" in answer
+
+
+def test_past_answers_with_the_replaced_decision_then_what_replaced_it(more_records):
+    answer, out = ask(more_records, "What was the old naming convention for internal listeners?")
+    lines = quoted(answer)
+    assert lines[0][0].startswith("Internal listeners naming convention: We will add prefix _")
+    assert "superseded" in lines[0][0]
+    assert lines[1][0].startswith("Replaced on ") and "Standardized Naming" in lines[1][0]
+
+
+def test_question_kinds_past_and_what():
+    from llm_wiki.answers import question_kind
+
+    assert question_kind("What did we use for search before Lunr?") == "past"
+    assert question_kind("What was the original naming convention for listeners?") == "past"
+    assert question_kind("How are agent admin roles defined in Keycloak?") == "what"
+    assert question_kind("What was the downside of adding Open Policy Agent?") == "why-not"
+
+
+@pytest.mark.slow
+def test_eval_reports_answer_hit_on_the_second_dev_set(more_records, tmp_path):
+    out = more_records.json("eval", str(EVAL / "answers-dev2.jsonl"))
+    assert out["n"] == 44
+    assert set(out["answer_hit_by_kind"]) == {
+        "why", "alternatives", "current", "past", "what-decided", "when"
+    }  # fmt: skip
+    # measured offline on this build: 0.73 here (three folders in one wiki), 0.75 with one wiki
+    # per folder; a floor, not a target
+    assert out["answer_hit"] >= 0.6
+
+
+def test_question_kinds_what_replaced_what():
+    from llm_wiki.answers import question_kind
+
+    assert question_kind("What did the CloudFront proxy replace?") == "past"
+    assert question_kind("What was our first approach to logging?") == "past"
+    assert question_kind("What replaced kOps?") == "current"
+
+
+def test_current_is_never_a_rejected_record(records):
+    answer, _ = ask(records, "Does each namespace still get its own dedicated ingress controller?")
+    lines = quoted(answer)
+    # which proposed record the ranker puts first is retrieval's business (issue 15); the rule
+    # here is that the rejected record is never presented as the current decision
+    assert lines[0][0].startswith("Current decision: ")
+    assert not any(
+        t.startswith("Current decision: Dedicated Ingress Controllers") for t, _ in lines
+    )
+    assert any(
+        t.startswith("Rejected (2020-09-02): Dedicated Ingress Controllers") for t, _ in lines
+    )
+
+
+def test_why_not_quotes_what_is_listed_under_the_named_option(records):
+    # "- kubelogin" with its reasons as sub-items; "The alternative considered was Calico
+    # networking. …:" opening the list of what is against it
+    answer, _ = ask(records, "Why didn't we use kubelogin to issue kubeconfig credentials on EKS?")
+    assert "CP team would have to distribute the client secret to all users" in answer
+    answer, _ = ask(records, "Why not full Calico networking on the EKS cluster?")
+    assert "We wouldn't have any support from the cloud provider" in answer

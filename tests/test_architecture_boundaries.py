@@ -28,6 +28,8 @@ LAYERS = {
     "llm_wiki.skills": 4,
     "llm_wiki.agents": 5,  # the Claude Code plugin: rendered files, skills copied in
     "llm_wiki.access": 5,
+    "llm_wiki.tokens": 6,  # the token file of llm-wiki serve: access (who), store (its lock)
+    "llm_wiki.budgets": 6,  # daily LLM query budgets per reader (store's lock)
     "llm_wiki.store": 5,
     "llm_wiki.archive_file": 5,
     "llm_wiki.backends": 5,
@@ -39,7 +41,11 @@ LAYERS = {
     "llm_wiki.failures": 6,
     "llm_wiki.chunking": 6,
     "llm_wiki.schedule": 6,
-    "llm_wiki.ranking": 7,
+    "llm_wiki.ranking": 7,  # a package: question, lexical, minilm, vectors
+    "llm_wiki.ranking.question": 7,
+    "llm_wiki.ranking.lexical": 7,
+    "llm_wiki.ranking.minilm": 7,  # numpy: imported only by vectors, inside functions
+    "llm_wiki.ranking.vectors": 7,
     "llm_wiki.write": 7,
     "llm_wiki.stats": 7,
     "llm_wiki.archive": 7,
@@ -75,6 +81,7 @@ LAYERS = {
     "llm_wiki.session": 11,  # the front door the adapters share
     "llm_wiki": 11,  # the package: the front door's names (loaded when first used), __version__
     "llm_wiki.mcp_server": 12,
+    "llm_wiki.server": 12,  # llm-wiki serve: the MCP tools over HTTP and the site, per token
     "llm_wiki.cli": 13,
     "llm_wiki.__main__": 13,
 }

@@ -112,6 +112,17 @@ def test_anthropic_sends_one_messages_request_and_logs_it(wiki, api):
     assert set(logged) >= {"time", "scope", "model", "ms"}
 
 
+def test_prompt_tokens_served_from_the_cache_count_too(wiki, api):
+    """llama-server (like Anthropic) reports cached prompt tokens apart from input_tokens."""
+    from llm_wiki.backends import call, read_calls
+
+    body = json.loads(api.message("ok"))
+    body["usage"] = {"input_tokens": 1, "cache_read_input_tokens": 25, "output_tokens": 8}
+    api.script.append((200, {}, json.dumps(body).encode(), 0))
+    assert call(wiki, backend(wiki), "q", purpose="t", scope="s").tokens_in == 26
+    assert read_calls(wiki)[-1]["tokens_in"] == 26
+
+
 def test_model_comes_from_flag_then_env(wiki, api, monkeypatch):
     from llm_wiki.backends import call
 

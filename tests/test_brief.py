@@ -61,6 +61,7 @@ def week(cli, monkeypatch):
         domain="ops",
         alt=False,
         source=[ids["disk"]],
+        resolves=[ids["disk"]],
     )
     monkeypatch.setenv("LLM_WIKI_NOW", DAY)
     return ids
@@ -80,7 +81,7 @@ def test_offline_briefing_shows_what_changed_and_what_is_open(cli, week):
     assert f"  - replaced by [{week['partition']}] (2026-05-06)" in superseded
     incidents = out.split("## Open incidents\n", 1)[1].split("##", 1)[0]
     assert week["refund"] in incidents and week["old_incident"] in incidents
-    assert week["disk"] not in incidents  # listed in the reflection's sources: closed
+    assert week["disk"] not in incidents  # the reflection says it resolves it: closed
     decisions = out.split("## Decisions and the alternatives they rejected\n", 1)[1]
     assert "  - rejected keep-as-is: reports too slow\n" in decisions
     assert "  - rejected read-replica: still a full scan\n" in decisions
@@ -102,6 +103,32 @@ def test_days_and_json(cli, week):
     [decision] = data["decisions"]
     assert [a["id"] for a in decision["alternatives"]] == ["keep-as-is", "read-replica"]
     assert "--days" in cli("brief", "--days", "0", code=2).stderr
+
+
+def test_an_incident_closes_when_an_entry_resolves_it_not_when_one_cites_it(cli, week):
+    """A reflection that only lists an incident in its sources closed it; only `resolves` (or
+    superseding it) does now."""
+    note = add(cli, "Refund delays recur on Mondays", type="reflection", domain="ops", alt=False,
+               source=[week["refund"]])  # fmt: skip
+    data = cli.json("brief")
+    assert week["refund"] in [i["id"] for i in data["open_incidents"]]
+    assert "resolves" not in cli.json("show", note)["text"]
+    fix = add(cli, "Retry refunds from a dead-letter queue", domain="ops",
+              resolves=[week["refund"]])  # fmt: skip
+    data = cli.json("brief")
+    assert week["refund"] not in [i["id"] for i in data["open_incidents"]]
+    assert data["open_incidents_total"] == 1  # the old backup incident
+    shown = cli.json("show", fix)
+    assert shown["resolves"] == [week["refund"]]
+    assert f"resolves: [{week['refund']}]" in shown["text"]
+    later = add(cli, "Backups fail again on db-2", type="incident", domain="ops", alt=False,
+                supersedes=[week["old_incident"]])  # fmt: skip
+    open_ids = [i["id"] for i in cli.json("brief")["open_incidents"]]
+    assert open_ids == [later]  # superseding closes the old one
+    refused = cli(*write_args("Close it", domain="ops", resolves=[week["partition"]]), code=2)
+    assert refused.stderr.startswith(f"Error: resolves {week['partition']!r}: it is a decision")
+    missing = cli(*write_args("Close it", domain="ops", resolves=["2026-01-01-nope-0000"]), code=2)
+    assert "resolves '2026-01-01-nope-0000': no such entry" in missing.stderr
 
 
 def test_a_generated_synthesis_closes_no_incident_and_rewrites_are_not_news(cli, week):
@@ -126,7 +153,7 @@ def test_failures_and_llm_calls_of_the_period(cli, wiki_path, week):
         }
     )
     MockBackend.enqueue(bad, bad)
-    cli("consolidate", "--domain", "ledger")
+    cli("consolidate", "--domain", "ledger", code=1)  # its one domain failed
     MockBackend.enqueue(mock_llm.respond)
     data = cli.json("brief")
     [failure] = data["failures"]
@@ -135,6 +162,7 @@ def test_failures_and_llm_calls_of_the_period(cli, wiki_path, week):
     assert data["llm"]["calls"] == 3  # two consolidate attempts, the narrative
     assert set(data["llm"]["by_purpose"]) == {"consolidate", "consolidate-repair", "brief"}
     assert data["narrative"]["status"] == "written"
+    assert data["llm_outcome"] == {"ok": 1, "failed": 0}
     old = cli.json(
         "brief", "--days", "1", env={"LLM_WIKI_NOW": "2026-06-01", "LLM_WIKI_BACKEND": "offline"}
     )
@@ -160,18 +188,21 @@ def test_a_narrative_that_fails_its_checks_is_dropped_and_said(cli, wiki_path, w
         {"statements": [{"text": "We moved to MySQL.", "cites": ["2026-05-01-mysql-0000"]}]}
     )
     MockBackend.enqueue(invented)
-    out = cli("brief").stdout
+    result = cli("brief", code=1)  # the narrative, its one LLM call, could not be used
+    out = result.stdout
     assert "We moved to MySQL" not in out
     assert "_Narrative dropped: it failed the citation checks (unknown-id:" in out
+    assert result.stderr.startswith("Error: narrative dropped: it failed the citation checks")
     wrong_number = json.dumps(
         {"statements": [{"text": "Reports took 90 seconds.", "cites": [week["partition"]]}]}
     )
     MockBackend.enqueue(wrong_number)
-    data = cli.json("brief")
+    data = cli.json("brief", code=1)
     assert data["narrative"]["status"] == "dropped" and data["narrative"]["statements"] == []
+    assert data["llm_outcome"] == {"ok": 0, "failed": 1}
     assert data["narrative"]["problems"][0]["kind"] == "unsupported-number"
     MockBackend.enqueue("Sure! Here is what changed.")
-    assert cli.json("brief")["narrative"]["note"].startswith(
+    assert cli.json("brief", code=1)["narrative"]["note"].startswith(
         "narrative dropped: the reply holds no JSON"
     )
 

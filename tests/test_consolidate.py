@@ -18,11 +18,13 @@ DAY = "2026-05-02T03:00:00Z"
 
 
 def configure(wiki_path, **consolidate):
-    """Point settings.yaml at the mock backend (no retry waits) with these consolidate settings."""
+    """Point settings.yaml at the mock backend (no retry waits) with these consolidate settings.
+    The LLM verification (on by default) is turned off unless asked for, so that the tests of
+    budgets, chunks and repairs count only the calls they are about."""
     path = wiki_path / "settings.yaml"
     data = yaml.safe_load(path.read_text())
     data["backend"] = consolidate.pop("backend", "mock")
-    data["consolidate"].update({"retry_wait_seconds": 0, **consolidate})
+    data["consolidate"].update({"retry_wait_seconds": 0, "verify_with_llm": False, **consolidate})
     path.write_text(yaml.safe_dump(data))
 
 
@@ -72,6 +74,26 @@ def test_offline_writes_an_extractive_synthesis_once(cli, wiki_path, ledger):
     again = cli("consolidate")
     assert "nothing to do; 1 up to date" in again.stdout
     assert len(synthesis_ids(cli)) == 1
+
+
+def test_an_extractive_synthesis_ranks_nowhere_and_stays_out_of_the_briefing(cli, ledger):
+    """Offline consolidation wrote one boilerplate synthesis per domain (every summary of the
+    domain again), which then ranked first in queries and filled the briefing."""
+    [done] = cli.json("consolidate")["domains"]
+    answer = cli.json("query", "Why do we partition postings by month?")
+    opened = [o["id"] for o in answer["opened"]]
+    assert done["id"] not in opened and opened[0] == ledger[1]
+    assert all(c["id"] != done["id"] for c in answer["cited"])
+    brief = cli.json("brief")
+    listed = [i["id"] for g in brief["new"] for i in g["entries"]]
+    assert done["id"] not in listed and set(ledger) <= set(listed)
+    assert "synthesis" not in brief["counts"]["new_by_type"]
+    assert brief["counts"]["extractive_syntheses"] == 1
+    text = cli("brief").stdout
+    assert "1 extractive synthesis written offline is left out" in text
+    # asked for, it is there
+    assert synthesis_ids(cli) == [done["id"]]
+    assert cli.json("show", done["id"])["id"] == done["id"]
 
 
 def test_a_new_entry_makes_the_domain_out_of_date_and_the_next_synthesis_supersedes(cli, ledger):
@@ -163,6 +185,21 @@ def test_an_extractive_synthesis_is_upgraded_once_an_llm_is_configured(cli, wiki
     assert cli.json("consolidate")["domains"][0]["supersedes"] == [old]
 
 
+def test_a_skip_after_an_extractive_synthesis_is_remembered(cli, wiki_path, ledger):
+    """After an offline synthesis, a domain the LLM answered SKIP for was asked again every
+    night with the same input."""
+    cli.json("consolidate")  # offline: extractive
+    configure(wiki_path)
+    MockBackend.enqueue("SKIP: nothing to add to these notes")
+    assert cli.json("consolidate")["domains"][0]["status"] == "skipped"
+    again = cli.json("consolidate")
+    assert again["calls"] == 0 and again["domains"] == []
+    assert len(MockBackend.history) == 1
+    add(cli, "Keep two replicas of the ledger")  # new input: asked again
+    MockBackend.enqueue(good)
+    assert cli.json("consolidate")["domains"][0]["status"] == "written"
+
+
 def test_skip_writes_no_entry_logs_a_line_and_is_remembered(cli, wiki_path, ledger):
     configure(wiki_path)
     MockBackend.enqueue("SKIP: three unrelated one-off notes")
@@ -250,9 +287,13 @@ def test_a_reply_still_bad_after_repair_is_recorded_never_published(
 ):
     bad = bad_replies(ledger, previous)[fault]
     MockBackend.enqueue(bad, bad)
-    result = cli("consolidate")
+    result = cli("consolidate", code=1)  # every domain it planned failed: not a success
     assert "failed    shared/ledger  " + EXPECTED_KIND[fault] in result.stdout
     assert "recorded in synthesis-failures.md" in result.stdout
+    assert result.stderr == (
+        "Error: every domain the LLM worked on failed (1 domain, 2 of 2 LLM replies unusable; "
+        "recorded in synthesis-failures.md); try a larger model, or --backend offline.\n"
+    )
     assert synthesis_ids(cli) == [previous]  # the previous synthesis stays current
     record = (wiki_path / "synthesis-failures.md").read_text()
     assert record.startswith("# Synthesis failures")
@@ -263,7 +304,8 @@ def test_a_reply_still_bad_after_repair_is_recorded_never_published(
     plan = cli.json("consolidate", "--dry-run")["domains"]
     assert [d["domain"] for d in plan] == ["ledger"]  # still out of date for the next night
     MockBackend.enqueue(bad, bad)
-    cli("consolidate")
+    out = cli.json("consolidate", code=1)
+    assert out["llm_outcome"] == {"ok": 0, "failed": 2}
     assert (wiki_path / "synthesis-failures.md").read_text().startswith(record)  # append-only
     assert record.count("## ") == 1
     assert (wiki_path / "synthesis-failures.md").read_text().count("## ") == 2
@@ -304,6 +346,42 @@ def test_a_backend_that_keeps_failing_stops_the_run_loudly(cli, wiki_path, ledge
     record = (wiki_path / "synthesis-failures.md").read_text()
     assert "- reason: backend-failed: server error (500) (after 2 attempts)" in record
     assert synthesis_ids(cli) == [] and synthesis_ids(cli, "security") == []
+
+
+def test_with_an_llm_each_statement_is_checked_against_its_citations_by_default(
+    cli, wiki_path, ledger
+):
+    """The lexical check passes 'The ledger moved to MySQL because the team dislikes Postgres
+    [K]' when K exists; with an LLM backend a second call now judges it, unless settings say
+    not to, and the run reports what that added."""
+    path = wiki_path / "settings.yaml"
+    path.write_text(path.read_text().replace("backend: offline", "backend: mock", 1))
+    claim = "The ledger moved to MySQL because the team dislikes Postgres."
+    wrong = json.dumps({"title": "Ledger", "summary": "The ledger's store.",
+                        "statements": [{"text": claim, "cites": [ledger[0]]}]})  # fmt: skip
+    verdict = json.dumps({"unsupported": [{"statement": 1, "reason": "it says Postgres"}]})
+    MockBackend.enqueue(wrong, verdict, wrong, verdict)
+    result = cli("consolidate", code=1)  # its one domain failed: the claim is not published
+    assert "failed    shared/ledger  unsupported" in result.stdout
+    assert "checking statements against their citations took 2 calls" in result.stdout
+    assert purposes() == ["consolidate", "consolidate-verify", "consolidate-repair",
+                          "consolidate-verify"]  # fmt: skip
+    assert synthesis_ids(cli) == []
+    MockBackend.reset()
+    MockBackend.enqueue(wrong, verdict, wrong, verdict)
+    out = cli.json("consolidate", code=1)
+    assert out["verify"]["with_llm"] and out["verify"]["calls"] == 2
+    assert out["verify"]["tokens"] > 0 and out["verify"]["tokens"] < out["tokens"]
+    assert out["domains"][0]["verify_calls"] == 2
+    # A setting turns it off; the flag turns it on for one run.
+    path.write_text(path.read_text().replace("verify_with_llm: true", "verify_with_llm: false"))
+    MockBackend.reset()
+    MockBackend.enqueue(wrong)
+    out = cli.json("consolidate")
+    assert out["domains"][0]["status"] == "written" and out["verify"] == {
+        "with_llm": False, "calls": 0, "tokens": 0}  # fmt: skip
+    offline = cli.json("consolidate", "--all", "--backend", "offline")
+    assert offline["verify"]["with_llm"] is False
 
 
 def test_verify_with_llm_flags_an_unsupported_statement(cli, wiki_path, ledger, previous):
@@ -463,7 +541,7 @@ def test_a_large_domain_resumes_from_its_cached_chunks(cli, wiki_path, big_domai
     MockBackend.reset()
     bad = json.dumps({"statements": [{"text": "Adopt practice 99.", "cites": [big_domain[0]]}]})
     MockBackend.enqueue(good, bad, bad)  # the next chunk invents a number, twice
-    out = cli.json("consolidate")["domains"][0]
+    out = cli.json("consolidate", code=1)["domains"][0]  # its one domain failed
     assert out["status"] == "failed" and out["cached_chunks"] == 3
     assert out["problems"][0]["kind"] in ("unsupported-number", "unknown-id")
     assert purposes() == ["consolidate-chunk", "consolidate-chunk", "consolidate-repair"]
@@ -562,7 +640,49 @@ def test_under_walls_each_scope_is_consolidated_apart(cli, wiki_path, monkeypatc
     MockBackend.reset()
     bad = reply([{"text": "Refuse it.", "cites": ["2026-01-01-made-up-0000"]}])
     MockBackend.enqueue(bad, bad)
-    cli.json("consolidate", "--as", "root")
+    cli.json("consolidate", "--as", "root", code=1)
     assert not (wiki_path / "synthesis-failures.md").exists()
     record = (wiki_path / "synthesis-failures" / "matter-beta.md").read_text()
     assert "matter-beta/contracts" in record and "acme" not in record.lower()
+
+
+def test_chunks_shrink_to_fit_a_small_context_window(cli, wiki_path, big_domain):
+    """chunk_tokens 6000 is the setting; a 4,096-token model gets chunks that fit it, and every
+    prompt plus its reply fits the window. At 2,048 tokens the notes of 40 entries no longer fit
+    one combining prompt: that domain fails, recorded, and nothing is sent that cannot fit."""
+    from llm_wiki.backends import estimate_tokens, read_calls
+    from llm_wiki.wiki import Wiki
+
+    path = wiki_path / "settings.yaml"
+    data = yaml.safe_load(path.read_text())
+    data["consolidate"]["chunk_tokens"] = 6000
+    data["models"] = {"mock-1": {"context_window": 4096, "max_output": 512}}
+    path.write_text(yaml.safe_dump(data))
+    MockBackend.enqueue(*[good] * 100)
+    out = cli.json("consolidate")
+    limits = out["limits"]
+    assert (limits["context_window"], limits["max_output"], limits["source"]) == (
+        4096, 512, "settings",
+    )  # fmt: skip
+    assert limits["chunk_tokens"] < 3000 and limits["reply_tokens"]["final"] == 512
+    (domain,) = out["domains"]
+    assert domain["status"] == "written" and domain["chunks"] > 1, domain["reason"]
+    assert out["llm_outcome"] == {"ok": domain["calls"], "failed": 0}
+    calls = read_calls(Wiki(wiki_path))
+    assert calls and all(c["max_tokens"] <= 512 and c["context_window"] == 4096 for c in calls)
+    for purpose, prompt in MockBackend.history:
+        assert estimate_tokens(prompt) + 512 <= 4096, purpose
+
+    data["models"]["mock-1"]["context_window"] = 2048
+    path.write_text(yaml.safe_dump(data))
+    MockBackend.reset()
+    MockBackend.enqueue(*[good] * 100)
+    out = cli.json("consolidate", "--all", code=1)
+    (domain,) = out["domains"]
+    assert domain["status"] == "failed" and domain["reason"].startswith(
+        "too-long: the consolidate-combine prompt"
+    )
+    assert "2048-token context window of mock-1" in domain["reason"]
+    assert "too-long" in (wiki_path / "synthesis-failures.md").read_text()
+    for purpose, prompt in MockBackend.history:
+        assert estimate_tokens(prompt) + 512 <= 2048, purpose

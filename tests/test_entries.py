@@ -13,6 +13,7 @@ from conftest import SRC
 from llm_wiki.entries import (
     Alternative,
     Entry,
+    Relation,
     candidate_ids,
     check_entry,
     dump_entry,
@@ -100,6 +101,125 @@ def test_parse_dump_round_trip(entry):
     again = parse_entry(text)
     assert again == entry
     assert dump_entry(again) == text
+
+
+# The fast path for the tool's own frontmatter layout (entries.fast_frontmatter) against PyYAML.
+# Text that dump_entry could write, plus characters that matter to YAML or to the fast reader.
+tricky = st.text(
+    alphabet=st.sampled_from(
+        list("ab Z_09(/.-:#,[]{}\"'\\!&*?|>%@`~=;<^$+\t\n\r\x00\x85\u2028\x7fé")
+    ),
+    min_size=0,
+    max_size=12,
+)
+
+
+def _yaml_mapping(head):
+    """What the YAML path reads (dates as text, as entry_from_mapping turns them), or the error."""
+    import datetime as dt
+
+    from llm_wiki.entries import load_yaml
+
+    try:
+        data = load_yaml(head, "t")
+    except InvalidInput as exc:
+        return ("error", exc.message)
+    except ValueError as exc:  # PyYAML's constructor on a date like 2026-02-30
+        return ("error", str(exc))
+    if isinstance(data, dict) and isinstance(data.get("date"), dt.date):
+        data["date"] = data["date"].isoformat()
+    return data
+
+
+@st.composite
+def tricky_entries(draw):
+    entry = draw(entries())
+    fields = {}
+    for key in ("summary", "domain", "scope", "id"):
+        if draw(st.booleans()):
+            fields[key] = draw(tricky)
+    for key in ("tags", "actors", "aliases", "sources"):
+        if draw(st.booleans()):
+            fields[key] = tuple(draw(st.lists(tricky, max_size=3)))
+    if draw(st.booleans()):
+        fields["alternatives_considered"] = tuple(
+            Alternative(draw(tricky), draw(tricky)) for _ in range(draw(st.integers(0, 2)))
+        )
+    if draw(st.booleans()):  # the optional fields: written only when they hold something
+        fields["date_source"] = draw(tricky)
+    if draw(st.booleans()):
+        fields["roles"] = tuple(
+            (role, tuple(draw(st.lists(tricky, max_size=2))))
+            for role in draw(st.lists(tricky, max_size=3, unique=True))
+        )
+    if draw(st.booleans()):
+        fields["relates"] = tuple(
+            Relation(draw(tricky), draw(tricky)) for _ in range(draw(st.integers(0, 2)))
+        )
+    return dataclasses.replace(entry, **fields)
+
+
+@settings(max_examples=1500, deadline=None)
+@given(st.one_of(entries(), tricky_entries()))
+def test_fast_frontmatter_reads_what_dump_entry_writes_as_yaml_does(entry):
+    from llm_wiki.entries import fast_frontmatter, split_frontmatter
+
+    head, _ = split_frontmatter(dump_entry(entry))
+    fast = fast_frontmatter(head)
+    if entry.extra:
+        assert fast is None  # extra fields: always YAML
+        return
+    assert fast is not None  # the tool's own layout never needs YAML
+    assert fast == _yaml_mapping(head)
+
+
+@st.composite
+def mangled_heads(draw):
+    """A dumped head with a few characters inserted, deleted or replaced anywhere in it."""
+    entry = draw(st.one_of(entries(), tricky_entries()))
+    head, _ = split_frontmatter_of(dump_entry(dataclasses.replace(entry, extra=())))
+    for _ in range(draw(st.integers(1, 3))):
+        at = draw(st.integers(0, len(head)))
+        cut = draw(st.integers(0, 2))
+        head = head[:at] + draw(tricky) + head[at + cut :]
+    return head
+
+
+def split_frontmatter_of(text):
+    from llm_wiki.entries import split_frontmatter
+
+    return split_frontmatter(text)
+
+
+@settings(max_examples=3000, deadline=None)
+@given(mangled_heads())
+def test_fast_frontmatter_agrees_with_yaml_or_steps_aside(head):
+    """On any text, the fast path either gives exactly what YAML gives or returns None."""
+    from llm_wiki.entries import fast_frontmatter
+
+    fast = fast_frontmatter(head)
+    if fast is not None:
+        assert fast == _yaml_mapping(head)
+
+
+def test_fast_frontmatter_steps_aside_for_other_layouts():
+    from llm_wiki.entries import fast_frontmatter, split_frontmatter
+
+    head, _ = split_frontmatter(
+        dump_entry(Entry(id="x", type="decision", date="2026-05-02", summary="s", domain="d"))
+    )
+    assert fast_frontmatter(head) is not None
+    for other in (
+        head.replace("summary: s", "summary: s # a comment"),
+        head.replace("summary: s", "summary: 's'"),
+        head.replace("summary: s", "summary: 12"),
+        head.replace("summary: s", "summary: yes"),
+        head.replace("summary: s\n", "summary: s\nextra: 1\n"),
+        head.replace("domain: d\n", "").replace("id: x\n", "id: x\ndomain: d\n"),
+        head.replace("\n", "\r\n"),
+        head.replace("tags: []", "tags:\n- a"),
+    ):
+        assert fast_frontmatter(other) is None, other
 
 
 def test_dump_is_stable_and_readable():

@@ -24,13 +24,21 @@ METRICS = {
 }
 
 
-def test_eval_scores_the_dev_set(cli):
+def lexical_only(wiki_path) -> None:
+    """settings.yaml: no semantic signal, whether or not the embeddings extra is installed."""
+    settings = wiki_path / "settings.yaml"
+    settings.chmod(0o644)
+    settings.write_text(settings.read_text() + "embeddings:\n  enabled: false\n")
+
+
+def test_eval_scores_the_dev_set(cli, wiki_path):
+    lexical_only(wiki_path)
     cli("import-adr", str(CORPORA / "nationalarchives__tdr-dev-documentation"), "--domain", "tdr")
     out = cli.json("eval", str(EVAL / "tdr-dev.jsonl"))
     assert set(out) == METRICS
     assert out["n"] == 30 and len(out["questions"]) == 30
     assert (out["backend"], out["backend_source"]) == ("offline", "settings")
-    # Measured offline (tests/bench/test_retrieval.py prints the same run against BM25).
+    # Measured offline, lexical only (tests/bench/test_retrieval.py: the same against BM25).
     assert out["recall@3"] >= 0.96 and out["shortlist_recall"] == 1.0
     assert out["current@3"] == 1.0 and out["current_first"] == 1.0
     assert 0 < out["mean_prompt_tokens"] <= 8000
@@ -66,3 +74,29 @@ def test_malformed_questions_exit_2(cli, tmp_path):
     bad.write_bytes(b'{"qid": "a", "question": "caf\xe9?", "relevant": []}\n')
     result = cli("eval", str(bad), code=2)
     assert result.stderr.startswith("Error: ") and "bad.jsonl is not UTF-8 text" in result.stderr
+
+
+def test_eval_runs_the_pick_step_of_an_llm_backend(cli, wiki_path):
+    """`eval --backend NAME` measures the backend's own picks (here a scripted model that opens
+    the last line it is shown), with the prompt's tokens per question and shortlist recall."""
+    import re
+
+    from llm_wiki.backends import MockBackend
+
+    lexical_only(wiki_path)
+    cli("import-adr", str(CORPORA / "nationalarchives__tdr-dev-documentation"), "--domain", "tdr")
+    shown = []
+
+    def last_line(prompt: str, purpose: str) -> str:
+        ids = re.findall(r"\[([0-9]{4}-[0-9]{2}-[0-9]{2}-[a-z0-9-]+)\]", prompt)
+        shown.append(len(ids))
+        return json.dumps({"ids": ids[-1:]})
+
+    MockBackend.enqueue(*[last_line] * 30)
+    out = cli.json("eval", str(EVAL / "tdr-dev.jsonl"), "--backend", "mock")
+    assert out["backend"] == "mock" and out["n"] == 30
+    assert [p for p, _ in MockBackend.history] == ["query.pick"] * 30
+    assert shown == [39] * 30  # 39 records fit the budget: every line is shown
+    assert out["shortlist_recall"] == 1.0 and out["mean_prompt_tokens"] > 1000
+    offline = cli.json("eval", str(EVAL / "tdr-dev.jsonl"))
+    assert out["recall@1"] < offline["recall@1"]  # the last line is seldom the answer

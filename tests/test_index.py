@@ -5,6 +5,8 @@ from __future__ import annotations
 import shutil
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from conftest import index_files, plant, remove_derived, write_args
 
@@ -186,3 +188,93 @@ def test_stats(cli, monkeypatch):
     assert stats["by_status"] == {"active": 5, "superseded": 1}
     assert stats["by_domain"] == {"ops": 2, "platform": 3, "security": 1}
     assert "6 entries" in cli("stats").stdout
+
+
+# Domain files are spliced on a write (index_md._splice), not rendered: the same bytes, by property.
+_SPLICE_SUMMARIES = ["Use Postgres", "See [the RFC](https://x.test/rfc) first", "Zebra", "alpha"]
+
+
+@st.composite
+def write_plans(draw):
+    """A few writes: domain, day, scope, status, summary, and which earlier write each
+    supersedes (same scope only, as write requires)."""
+    plan = []
+    for i in range(draw(st.integers(1, 9))):
+        scope = draw(st.sampled_from(["shared", "team"]))
+        earlier = [j for j, p in enumerate(plan) if p["scope"] == scope]
+        plan.append(
+            {
+                "domain": draw(st.sampled_from(["ops", "data"])),
+                "date": draw(st.sampled_from(["2026-01-01", "2026-01-02", "2025-12-31"])),
+                "scope": scope,
+                "status": draw(st.sampled_from(["active", "active", "proposed"])),
+                "summary": f"{draw(st.sampled_from(_SPLICE_SUMMARIES))} {i}",
+                "supersedes": draw(st.sets(st.sampled_from(earlier), max_size=2))
+                if earlier
+                else set(),
+            }
+        )
+    return plan
+
+
+@settings(
+    max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(plan=write_plans(), walls=st.booleans())
+def test_spliced_domain_files_equal_a_render(tmp_path_factory, plan, walls):
+    from llm_wiki.access import Viewer
+    from llm_wiki.catalog import index_md, read_catalog
+    from llm_wiki.create import init_wiki
+    from llm_wiki.entries import Entry
+    from llm_wiki.wiki import Wiki
+    from llm_wiki.write import write_entry
+
+    root = tmp_path_factory.mktemp("splice") / "wiki"
+    init_wiki(root)
+    if walls:
+        (root / "access.yaml").write_text("readers:\n  root:\n    admin: true\n")
+    wiki = Wiki(root)
+    ids: list[str] = []
+    renders = []
+    real_render = index_md._render_domain
+
+    def counting(*args, **kwargs):
+        renders.append(args[2])
+        return real_render(*args, **kwargs)
+
+    index_md._render_domain = counting
+    try:
+        for step in plan:
+            entry = Entry(
+                id="",
+                type="incident",
+                date=step["date"],
+                summary=step["summary"],
+                domain=step["domain"],
+                scope=step["scope"],
+                status=step["status"],
+                supersedes=tuple(ids[j] for j in sorted(step["supersedes"])),
+            )
+            base = root / "indexes" / step["scope"] if walls else root
+            existed = (base / "index" / f"{step['domain']}.md").exists()
+            i = len(ids)
+            links = [p["summary"] for p in plan[: i + 1]]  # a line holding a link: rendered
+            renders.clear()
+            ids.append(write_entry(wiki, entry, viewer=Viewer.everyone()).id)
+            rendered_by_write = list(renders)
+            with read_catalog(wiki) as catalog:
+                for rel, text in index_md.expected_files(catalog):
+                    assert (root / rel).read_text() == text, rel
+            if existed and not any("](" in text for text in links):
+                assert step["domain"] not in rendered_by_write  # spliced, not rendered
+    finally:
+        index_md._render_domain = real_render
+    before = {p.relative_to(root): p.read_bytes() for p in root.rglob("*.md") if "ndex" in str(p)}
+    for derived in (".llm-wiki", "index", "indexes"):
+        shutil.rmtree(root / derived, ignore_errors=True)
+    (root / "INDEX.md").unlink(missing_ok=True)
+    from llm_wiki.catalog import rebuild_index
+
+    rebuild_index(wiki)
+    after = {p.relative_to(root): p.read_bytes() for p in root.rglob("*.md") if "ndex" in str(p)}
+    assert after == before

@@ -142,8 +142,10 @@ def test_each_check_fails_its_proposal_closed(cli, wiki_path, mock, change, kind
         return item
 
     mock.enqueue(one(proposal))
-    out = cli.json("ingest", CHAT, "--backend", "mock")
-    assert out["written"] == []
+    result = cli("ingest", CHAT, "--backend", "mock", "--json", code=1)  # its one proposal failed
+    out = json.loads(result.stdout)
+    assert out["written"] == [] and out["llm_outcome"] == {"ok": 0, "failed": 1}
+    assert result.stderr.startswith("Error: every entry the LLM proposed failed the checks")
     (rejected,) = out["rejected"]
     assert kind in [p["kind"] for p in rejected["problems"]], rejected
     assert entries(cli) == []
@@ -255,7 +257,7 @@ def test_proposals_superseding_one_entry_twice_form_a_chain(cli, wiki_path, mock
     """Two parts of one source both replace the same entry: the later replaces the earlier."""
     old = cli.json(*write_args("Payout events go through SQS FIFO", domain="payments"))["id"]
     settings = wiki_path / "settings.yaml"
-    settings.write_text(settings.read_text() + "ingest:\n  chunk_tokens: 150\n")
+    settings.write_text(settings.read_text().replace("chunk_tokens: 6000", "chunk_tokens: 150"))
 
     def replace_once(prompt):
         lines = mock_ingest.shown_lines(prompt)
@@ -385,7 +387,9 @@ def test_walls_prompt_and_supersedes_stay_inside_the_scope(cli, wiki_path, mock)
         return item
 
     mock.enqueue(one(proposal))
-    out = cli.json("--as", "alice", "ingest", CHAT, "--backend", "mock", "--scope", "team-a")
+    out = cli.json(
+        "--as", "alice", "ingest", CHAT, "--backend", "mock", "--scope", "team-a", code=1
+    )  # fmt: skip
     (_, prompt) = mock.history[0]
     assert secret not in prompt and "Initech" not in prompt
     (rejected,) = out["rejected"]
@@ -464,7 +468,7 @@ def test_only_the_most_related_lines_go_with_a_part(cli, wiki_path, mock):
         *write_args("Payout events go through SQS FIFO per merchant", domain="payments")
     )["id"]
     settings = wiki_path / "settings.yaml"
-    settings.write_text(settings.read_text() + "ingest:\n  index_tokens: 500\n")
+    settings.write_text(settings.read_text().replace("index_tokens: 2000", "index_tokens: 500"))
     mock.enqueue(mock_ingest.respond)
     out = cli.json("ingest", DAY2, "--backend", "mock")
     (_, prompt) = mock.history[0]
@@ -503,3 +507,49 @@ def test_an_inbox_sub_folder_named_like_a_scope_is_ingested_into_it(cli, wiki_pa
     }
     scopes = {e["scope"] for e in cli.json("--as", "root", "list")["entries"]}
     assert scopes == {"team-a", "team-b"}
+
+
+def test_parts_shrink_to_fit_a_small_context_window(cli, wiki_path, mock):
+    """With a 2,560-token model the part and index budgets shrink (settings say 6,000 and
+    2,000), the source is read in several parts, and no prompt plus its reply overflows."""
+    import yaml
+
+    from llm_wiki.backends import estimate_tokens, read_calls
+    from llm_wiki.wiki import Wiki
+
+    settings = wiki_path / "settings.yaml"
+    data = yaml.safe_load(settings.read_text())
+    data["models"] = {"mock-1": {"context_window": 2560, "max_output": 768}}
+    settings.write_text(yaml.safe_dump(data))
+    mock.enqueue(*[mock_ingest.respond] * 10)
+    out = cli.json("ingest", CHAT, "--backend", "mock")
+    limits = out["limits"]
+    assert limits["shrunk"] is True and limits["context_window"] == 2560
+    assert limits["chunk_tokens"] < 1000 and limits["index_tokens"] < 2000
+    assert out["parts"] >= 2 and out["llm_outcome"]["failed"] == 0
+    for purpose, prompt in mock.history:
+        assert estimate_tokens(prompt) + limits["reply_tokens"] <= 2560, purpose
+    calls = read_calls(Wiki(wiki_path))
+    assert {(c["max_tokens"], c["context_window"]) for c in calls} == {(768, 2560)}
+
+
+def test_inbox_counts_a_file_whose_every_proposal_failed_as_failed(cli, mock, tmp_path):
+    inbox = tmp_path / "inbox"
+    inbox.mkdir()
+    (inbox / "team-chat.txt").write_bytes(CHAT.read_bytes())
+    os.utime(inbox / "team-chat.txt", (1776178800, 1776178800))  # long quiet
+
+    def invented(prompt):
+        item = mock_ingest.proposals(prompt)[0]
+        item["summary"] = "Payouts take 45 minutes to settle"  # a number the chat never says
+        return item
+
+    mock.enqueue(one(invented))
+    result = cli("ingest", "--inbox", inbox, "--quiet-minutes", "0", "--backend", "mock", code=1)
+    assert "Failed: every entry the LLM proposed failed the checks." in result.stdout
+    mock.enqueue(one(invented))
+    (inbox / "team-chat.txt").write_bytes(CHAT.read_bytes() + DAY2.read_bytes())
+    os.utime(inbox / "team-chat.txt", (1776178800, 1776178800))
+    out = cli.json("ingest", "--inbox", inbox, "--quiet-minutes", "0", "--backend", "mock", code=1)
+    assert out["ok"] is False and out["llm_outcome"] == {"ok": 0, "failed": 1}
+    assert out["items"][0]["status"] == "failed"

@@ -25,22 +25,25 @@ WRITE = {"id", "path", "sha256", "created"}
 ENTRY = {
     "id", "type", "date", "summary", "domain", "status", "written_status", "superseded_by",
     "scope", "origin", "actors", "tags", "supersedes", "alternatives_considered", "aliases",
-    "questions", "sources", "path", "archive", "sha256",
+    "questions", "sources", "resolves", "path", "archive", "sha256",
 }  # fmt: skip
-INDEX = {"entries", "parsed", "removed", "written", "stale", "problems"}
+INDEX = {"entries", "parsed", "removed", "written", "stale", "problems", "vectors"}
 CONSOLIDATE = {
     "backend", "backend_source", "model", "method", "dry_run", "budget", "calls", "tokens",
-    "up_to_date", "error", "domains",
+    "up_to_date", "error", "llm_outcome", "limits", "verify", "domains",
 }  # fmt: skip
 ARCHIVE = {
     "archive", "archived", "finished", "skipped", "older_than_days", "cutoff", "dry_run",
     "bytes", "entry_bytes",
 }  # fmt: skip
-LINT = {"ok", "checked", "counts", "llm_calls", "backend", "backend_source", "findings"}
+LINT = {"ok", "checked", "counts", "llm_calls", "llm_outcome", "backend", "backend_source"} | {
+    "findings"
+}
 BRIEF = {
     "date", "days", "since", "until", "reader", "scopes", "counts", "new", "superseded",
     "superseded_total", "syntheses_replaced", "open_incidents", "open_incidents_total",
     "decisions", "failures", "llm", "narrative", "error", "backend", "backend_source",
+    "llm_outcome", "forks",
 }  # fmt: skip
 IMPORT = {
     "folder", "repository", "domain", "dry_run", "found", "created", "imported", "updated",
@@ -50,7 +53,7 @@ IMPORT = {
 INGEST = {
     "source", "status", "raw", "sha256", "bytes", "kind", "scope", "lines", "previous",
     "ingested_at", "calls", "tokens_in", "tokens_out", "parts", "quotes_checked", "written",
-    "rejected", "backend", "backend_source",
+    "rejected", "backend", "backend_source", "llm_outcome", "limits",
 }  # fmt: skip
 SCHEDULE = ["--platform", "systemd", "--bin", BIN, "--python", sys.executable]
 
@@ -72,13 +75,14 @@ COMMANDS = [
         "stats",
         lambda w: ["stats"],
         {"entries", "first", "latest", "by_type", "by_domain", "by_status", "by_scope"}
-        | {"by_origin", "archived", "llm"},
+        | {"by_origin", "archived", "llm", "ranking"},
     ),
     (
         "query",
         lambda w: ["query", "Which database holds the ledger?"],
         {"answer", "cited", "opened", "mode", "backend", "backend_source", "model"}
-        | {"tokens_in", "tokens_out"},
+        | {"tokens_in", "tokens_out", "picked_by", "llm_answer_rejected", "llm_outcome"}
+        | {"budget"},
     ),
     (
         "eval",
@@ -101,7 +105,7 @@ COMMANDS = [
     (
         "ingest --inbox",
         lambda w: ["ingest", "--inbox", w["inbox"], "--quiet-minutes", "0", "--backend", "mock"],
-        {"folder", "quiet_minutes", "ok", "backend", "backend_source", "items"},
+        {"folder", "quiet_minutes", "ok", "backend", "backend_source", "llm_outcome", "items"},
     ),
     (
         "site",
@@ -141,6 +145,13 @@ COMMANDS = [
         lambda w: ["schedule", "uninstall", "--platform", "systemd", "--dest", w["units"]],
         {"platform", "dest", "removed", "commands"},
     ),
+    (
+        "token add",
+        lambda w: ["token", "add", "alice"],
+        {"token", "id", "reader", "created", "last_used"},
+    ),
+    ("token list", lambda w: ["token", "list"], {"tokens"}),
+    ("token revoke", lambda w: ["token", "revoke", "alice"], {"revoked"}),
     (
         "skills install",
         lambda w: ["skills", "install", "--dest", w["skills"]],
@@ -252,7 +263,8 @@ TOOLS = [
         "wiki_query",
         {"question": "Which database holds the ledger?"},
         {"answer", "cited", "opened", "mode", "backend", "backend_source", "model"}
-        | {"tokens_in", "tokens_out"},
+        | {"tokens_in", "tokens_out", "picked_by", "llm_answer_rejected", "llm_outcome"}
+        | {"budget"},
     ),
     ("wiki_show", {"id": "FIRST"}, ENTRY | {"body", "body_truncated"}),
     ("wiki_list", {}, {"total", "offset", "entries", "next_cursor"}),

@@ -5,8 +5,11 @@ from __future__ import annotations
 import json
 import os
 
+import pytest
+
 from conftest import plant, write_args
 from llm_wiki.backends import MockBackend
+from llm_wiki.errors import BackendFailed
 
 
 def test_clean_wiki_lints_clean(cli, wiki_path, monkeypatch):
@@ -214,6 +217,30 @@ def test_contradictions_with_llm(cli, wiki_path):
     assert len(found) == 1 and found[0]["ids"] == sorted([a, b])
     assert "30 days" in found[0]["message"] and "365 days" in found[0]["message"]
     assert result["llm_calls"] == 1
+
+
+@pytest.mark.parametrize(
+    "reply, why",
+    [
+        ("```python\nprint('no contradictions')\n```", "the reply could not be read"),
+        ('{"ok": true}', 'it has no "contradictions" list'),
+        (BackendFailed("the server answered HTTP 500; try again."), "HTTP 500"),
+    ],
+    ids=["not-json", "no-list", "call-failed"],
+)
+def test_an_unusable_llm_reply_is_a_failure_never_no_contradictions(cli, wiki_path, reply, why):
+    (wiki_path / "settings.yaml").write_text("backend: mock\n")
+    a = cli.json(*write_args("Retain logs for 30 days", domain="ops", tag=["logging"]))["id"]
+    b = cli.json(*write_args("Keep logs one year", domain="ops", tag=["logging"]))["id"]
+    MockBackend.enqueue(reply)
+    result = cli.json("lint", "--with-llm", code=1)
+    assert result["ok"] is False and result["llm_outcome"] == {"ok": 0, "failed": 1}
+    (finding,) = [f for f in result["findings"] if f["check"] == "llm-unusable"]
+    assert finding["level"] == "error" and sorted(finding["ids"]) == sorted([a, b])
+    assert why in finding["message"] and "not checked for contradictions" in finding["message"]
+    MockBackend.enqueue('{"contradictions": []}')
+    result = cli.json("lint", "--with-llm")  # a reply that can be read and finds none
+    assert result["ok"] is True and result["llm_outcome"] == {"ok": 1, "failed": 0}
 
 
 def test_with_llm_refuses_offline(cli):

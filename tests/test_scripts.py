@@ -136,7 +136,8 @@ def test_wiki_consolidate_runs_the_configured_backend(wiki_path):
     env = {"LLM_WIKI_DIR": wiki_path, "LLM_WIKI_MOCK_FILE": REPO / "tests" / "mock_llm.py"}
     proc = run_script("wiki-consolidate", env=env)
     assert proc.returncode == 0, proc.stderr
-    assert "written   shared/ledger" in proc.stdout and "1 LLM call" in proc.stdout
+    assert "written   shared/ledger" in proc.stdout and "2 LLM calls" in proc.stdout
+    assert "checking statements against their citations took 1 call" in proc.stdout
     assert len(STAMP.findall(proc.stderr)) >= 2 and "done (exit 0)" in proc.stderr
     proc = run_script("wiki-consolidate", env=env)
     assert proc.returncode == 0 and "0 LLM calls" in proc.stdout

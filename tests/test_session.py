@@ -157,11 +157,14 @@ def test_the_test_double_works_but_is_never_offered(cli):
     from test_architecture import all_commands
 
     assert "mock" not in backend_names() and "offline" in backend_names()
-    assert backend_names(llm_only=True) == ["anthropic", "claude-cli"]
+    assert backend_names(llm_only=True) == ["anthropic", "claude-cli", "openai"]
     for name, command in all_commands():
         if any(p.name == "backend" for p in command.params):
             text = Cli(None)(*name.split()[1:], "--help").stdout
             assert "claude-cli" in text and "mock" not in text, name
     error = cli("query", "ledger?", "--backend", "nope", code=2).stderr
-    assert error == "Error: unknown backend 'nope'; choose one of anthropic, claude-cli, offline.\n"
+    assert (
+        error
+        == "Error: unknown backend 'nope'; choose one of anthropic, claude-cli, offline, openai.\n"
+    )
     assert json.loads(cli("query", "ledger?", "--backend", "mock", "--json").stdout)["backend"]

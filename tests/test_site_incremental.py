@@ -46,6 +46,7 @@ write_step = st.tuples(
     st.booleans(),  # quotes a raw source
     st.integers(1, 4),  # month
     st.integers(0, len(SCOPES) - 1),
+    st.none() | st.integers(0, 20),  # resolves an earlier incident
 )
 steps = st.lists(
     st.one_of(
@@ -80,6 +81,7 @@ class Case:
         init_wiki(root)
         self.cli = Cli(root)
         self.ids: list[str] = []
+        self.incidents: list[str] = []
         self.readers = [""]
         if walls:
             (root / "access.yaml").write_text(
@@ -98,7 +100,7 @@ class Case:
         self.n += 1
         n = self.n
         if kind == "write":
-            _, type_, d, t, a, sup, src, cite, raw, month, scope = step
+            _, type_, d, t, a, sup, src, cite, raw, month, scope, res = step
             args = [
                 "write", "--type", type_, "--domain", DOMAINS[d], "--tag", TAGS[t],
                 "--actor", ACTORS[a], "--summary", f"Step {n} {TAGS[t]} {type_}",
@@ -124,9 +126,13 @@ class Case:
             if raw:
                 name = self.raw(f"quoted by step {n}\nsecond line\n")
                 args += ["--source", f"{name}#L1-L2"]
+            if res is not None and self.incidents:
+                args += ["--resolves", self.incidents[res % len(self.incidents)]]
             got = self.run(*args)
             if got.exit_code == 0:
                 self.ids.append(json.loads(got.stdout)["id"])
+                if type_ == "incident":
+                    self.incidents.append(self.ids[-1])
         elif kind == "lint":
             self.run("lint")
         elif kind == "consolidate":
@@ -175,7 +181,9 @@ def test_a_rebuilt_site_is_the_site_built_from_scratch(trust_fresh_hashes, walls
     with tempfile.TemporaryDirectory() as tmp:
         case = Case(Path(tmp) / "wiki", walls)
         for i in range(3):  # something to start from
-            case.step(("write", "decision", i % 3, i, i % 3, None, None, None, False, 1, i % 2))
+            case.step(
+                ("write", "decision", i % 3, i, i % 3, None, None, None, False, 1, i % 2, None)
+            )
         outs = {r: Path(tmp) / f"site-{r or 'all'}" for r in case.readers}
         for reader, out in outs.items():
             case.build(reader, out)
@@ -197,13 +205,13 @@ def test_a_rebuild_follows_the_log_and_touches_only_what_a_write_touched(
 ):
     case = Case(tmp_path / "wiki", walls=False)
     for i in range(6):
-        case.step(("write", "decision", i % 3, i % 4, i % 3, None, None, None, False, 1, 0))
+        case.step(("write", "decision", i % 3, i % 4, i % 3, None, None, None, False, 1, 0, None))
     out = tmp_path / "site"
     case.build("", out)
     assert case.build("", out)["written"] == []
-    case.step(("write", "decision", 0, 0, 0, 0, None, None, False, 2, 0))
+    case.step(("write", "decision", 0, 0, 0, 0, None, None, False, 2, 0, None))
     written = set(case.build("", out)["written"])
-    new, old = case.ids[-1], case.ids[0]
+    new, old = case.ids[-1], case.ids[0]  # the new one supersedes the first
     assert {f"entries/{new}.html", f"entries/{old}.html", "index.html"} <= written
     assert not any(p.startswith("entries/") for p in written - {
         f"entries/{new}.html", f"entries/{old}.html"})  # fmt: skip
@@ -216,7 +224,7 @@ def test_the_hash_cache_is_not_fooled_by_an_edit_that_puts_size_and_mtime_back(
     """verify holds on an entry's page only while its bytes hash to the logged sha256: an edit
     that keeps the size and sets the mtime back still changes the ctime, so it is hashed again."""
     case = Case(tmp_path / "wiki", walls=False)
-    case.step(("write", "decision", 0, 0, 0, None, None, None, False, 1, 0))
+    case.step(("write", "decision", 0, 0, 0, None, None, None, False, 1, 0, None))
     entry_id = case.ids[0]
     out = tmp_path / "site"
     case.build("", out)
@@ -253,3 +261,23 @@ def test_a_hash_cache_entry_is_trusted_only_with_all_four_stat_values(tmp_path):
     fourth = HashCache(young.files)
     assert fourth.sha_of(str(path), "e.md", os.stat(path)) == third.files["e.md"][4]
     assert not fourth.changed  # hashed again, to the same bytes: not a change
+
+
+def test_a_rebuild_after_a_write_that_resolves_an_incident_closes_it(trust_fresh_hashes, tmp_path):
+    """The incident's domain lists it closed after a write in another domain resolves it, as a
+    build from scratch does."""
+    case = Case(tmp_path / "wiki", walls=False)
+    case.step(("write", "incident", 2, 0, 0, None, None, None, False, 1, 0, None))
+    case.step(("write", "decision", 0, 1, 1, None, None, None, False, 1, 0, None))
+    incident = case.ids[0]
+    out = tmp_path / "site"
+    case.build("", out)
+    case.step(("write", "decision", 1, 2, 2, None, None, None, False, 2, 0, 0))
+    before = (out / "domains/infra.html").read_text()
+    written = set(case.build("", out)["written"])
+    assert "domains/infra.html" in written
+    assert (out / "domains/infra.html").read_text() != before
+    assert incident in (out / "domains/infra.html").read_text()
+    fresh = tmp_path / "fresh"
+    case.build("", fresh, "--full")
+    assert tree(fresh) == tree(out)

@@ -158,3 +158,62 @@ def test_git_line_ending_settings_never_change_an_entry(tmp_path, origin):
     assert cli2.json("verify")["ok"] and cli2.json("verify")["checked"] == 5
     assert (two / written["path"]).read_bytes() == (one / written["path"]).read_bytes()
     assert b"A\r\nB" in (two / written["path"]).read_bytes()
+
+
+def test_a_pull_that_stops_leaves_no_rebase_behind_from_any_directory(tmp_path, origin):
+    """Run with --wiki from another directory, a stopped pull left the clone mid-rebase (git
+    gave the rebase path relative to the wiki, the code looked for it from its own directory),
+    and the next sync failed with an empty message."""
+    bare, _ = origin
+    one, cli1 = clone(tmp_path, bare, "one")
+    two, cli2 = clone(tmp_path, bare, "two")
+    for path, line in ((one, "mine-one\n"), (two, "mine-two\n")):
+        with open(path / ".gitignore", "a") as f:
+            f.write(line)
+    assert cli1.json("sync")["pushed"]
+    for _ in range(2):  # the second sync meets the same clean state
+        result = cli2("sync", code=1)
+        lines = result.stderr.splitlines()
+        assert len(lines) == 1 and lines[0].startswith("Error: git pull from origin stopped")
+        assert "git pull --rebase" in result.stderr
+        assert not (two / ".git" / "rebase-merge").exists()
+        assert not (two / ".git" / "rebase-apply").exists()
+        assert git(two, "status", "--porcelain") == ""
+
+
+def test_sync_says_so_when_a_rebase_is_in_progress(tmp_path, origin):
+    bare, _ = origin
+    one, cli1 = clone(tmp_path, bare, "one")
+    two, cli2 = clone(tmp_path, bare, "two")
+    for path, line in ((one, "mine-one\n"), (two, "mine-two\n")):
+        with open(path / ".gitignore", "a") as f:
+            f.write(line)
+        git(path, "commit", "--quiet", "-am", "local change")
+    assert cli1.json("sync")["pushed"]
+    proc = subprocess.run(["git", "pull", "--rebase"], cwd=two, capture_output=True, text=True)
+    assert proc.returncode != 0  # a person's own pull stopped on the conflict
+    result = cli2("sync", code=1)
+    assert result.stderr.startswith("Error: a git rebase is in progress in ")
+    assert "git rebase --continue" in result.stderr and "git rebase --abort" in result.stderr
+
+
+def test_a_clone_of_a_fresh_wiki_is_a_wiki(tmp_path):
+    """git keeps no empty folder, so a clone of a wiki with no entry yet had no entries/ and
+    every command called it 'not a wiki'."""
+    bare = tmp_path / "origin.git"
+    git(tmp_path, "init", "--quiet", "--bare", "-b", "main", str(bare))
+    seed = tmp_path / "seed"
+    git(tmp_path, "clone", "--quiet", str(bare), str(seed))
+    Cli(seed)("init", str(seed))
+    git(seed, "add", "-A")
+    git(seed, "commit", "--quiet", "-m", "Start the wiki")
+    git(seed, "push", "--quiet", "origin", "main")
+    path, cli = clone(tmp_path, bare, "fresh")
+    assert not (path / "entries").exists()
+    assert cli.json("list")["entries"] == []
+    assert cli.json("verify")["ok"]
+    cli("lint")
+    written = cli.json(*write_args())
+    assert (path / written["path"]).is_file()
+    assert cli.json("sync")["pushed"]
+    assert Cli(seed).json("sync")["pulled"] == 1

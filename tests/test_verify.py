@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import os
 
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
 from conftest import write_args
 
 
@@ -49,3 +52,86 @@ def test_show_of_an_entry_mangled_by_hand_names_the_file_and_points_to_verify(cl
         "changed.\n"
     )
     assert f"edited: {a['id']}" in cli("verify", code=1).stdout
+
+
+def test_a_removed_entry_is_reported_at_the_path_it_was_written_to(cli, wiki_path):
+    a = cli.json(*write_args("First"))
+    cli.json(*write_args("Second"))
+    (wiki_path / a["path"]).unlink()
+    result = cli.json("verify", code=1)
+    assert result["checked"] == 2
+    assert result["findings"] == [
+        {
+            "kind": "removed",
+            "id": a["id"],
+            "path": a["path"],
+            "detail": result["findings"][0]["detail"],
+        }
+    ]
+
+
+# verify streams log.md and reads write lines by one pattern (store.iter_writes): by property,
+# what it reads is what the whole-file reader of before read, line for line.
+_LOG_PIECES = [
+    "2026-01-01T00:00:00Z write 2026-01-01-a-abcd sha256=" + "ab" * 32 + " scope=shared "
+    "path=entries/2026/01/2026-01-01-a-abcd.md",
+    "2026-01-01T00:00:00Z write 2026-01-01-b-abcd sha256=" + "cd" * 32 + ' scope="a b" '
+    "path=entries/2026/01/2026-01-01-b-abcd.md",
+    "2026-01-01T00:00:00Z write 2026-01-01-c-abcd sha256=x scope=team path=p extra=1",
+    "2026-01-01T00:00:00Z write 2026-01-01-d-abcd",
+    "2026-01-01T00:00:00Z write sha256=ab scope=s path=p",
+    '2026-01-01T00:00:00Z write 2026-01-01-e-abcd sha256=ab scope=s path="p q"',
+    "2026-01-01T00:00:00Z archive 2026-01-01-a-abcd archive=2026-01.tar.zst",
+    "2026-01-01T00:00:00Z index",
+    "not a log line",
+    "2026-01-01T00:00:00Z write 2026-01-01-é-abcd sha256=ab scope=s path=é",
+    "2026-01-01T00:00:00Z write 2026-01-01-f-abcd sha256=ab scope=s path=a\x1cb",
+    "2026-01-01T00:00:00Z write 2026-01-01-g-abcd sha256=ab\tscope=s path=p",
+    "2026-01-01T00:00:00Z write 2026-01-01-h-abcd sha256=ab scope=s path=p\x85q",
+    "2026-01-01T00:00:00Z write 2026-01-01-i-abcd sha256=ab scope=s path=p extra",
+    "2026-01-01T00:00:00Z  write 2026-01-01-j-abcd sha256=ab scope=s path=p",
+    "",
+]
+
+
+def _old_read_log(data: bytes, start: int = 0):
+    """log.md as read before it was streamed: the whole file, then splitlines."""
+    from llm_wiki.store import parse_log_line
+
+    offset = start
+    out = []
+    for raw in data[start:].splitlines(keepends=True):
+        offset += len(raw)
+        if not raw.endswith(b"\n"):
+            break
+        parsed = parse_log_line(raw.decode("utf-8", "replace").rstrip("\r\n"))
+        if parsed is not None:
+            out.append((offset, parsed))
+    return out
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    lines=st.lists(
+        st.tuples(st.sampled_from(_LOG_PIECES), st.sampled_from(["\n", "\r\n", "\r", "\n\n", ""])),
+        max_size=12,
+    ),
+    start=st.integers(0, 40),
+)
+def test_the_streamed_log_reads_as_the_whole_file_did(tmp_path_factory, lines, start):
+    from llm_wiki import store
+    from llm_wiki.wiki import Wiki
+
+    root = tmp_path_factory.mktemp("log")
+    data = "".join(text + end for text, end in lines).encode()
+    (root / "log.md").write_bytes(data)
+    wiki = Wiki(root)
+    start = min(start, len(data))
+    old = _old_read_log(data, start)
+    assert list(store.read_log(wiki, start)) == old
+    writes = [
+        (p.subject, p.fields.get("sha256", ""), p.fields.get("scope", ""), p.fields.get("path", ""))
+        for _, p in _old_read_log(data)
+        if p.op == "write" and p.subject
+    ]
+    assert list(store.iter_writes(wiki)) == writes

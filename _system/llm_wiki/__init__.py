@@ -5,7 +5,7 @@ The front door for Python::
     import llm_wiki
 
     wiki = llm_wiki.open("~/llm-wiki", reader="alice")
-    answer = wiki.query("Which database holds the ledger, and why?")
+    answer = wiki.query("Which database holds the ledger now, and why?")
 
 :func:`open` and :func:`init` give a :class:`Session` (one method per verb, see
 :mod:`llm_wiki.session`); :class:`Entry` and :class:`Viewer` are what it takes and gives; every

@@ -23,6 +23,7 @@ from __future__ import annotations
 import os
 from collections.abc import Iterable
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from llm_wiki.entries import NAME_RE, decode_text, load_yaml
@@ -99,6 +100,7 @@ def load_access(wiki: Wiki) -> dict[str, Any] | None:
         raise WikiError(
             f"cannot read {wiki.access_path}: {exc.strerror}; fix its permissions."
         ) from None
+    _check_trusted(wiki.access_path)
     data = load_yaml(decode_text(raw, str(wiki.access_path)), str(wiki.access_path)) or {}
     readers = data.get("readers") if isinstance(data, dict) else None
     if not isinstance(readers, dict):
@@ -106,7 +108,48 @@ def load_access(wiki: Wiki) -> dict[str, Any] | None:
             f"{wiki.access_path}: expected 'readers:' mapping each reader to its scopes; "
             "see the README section on walls."
         )
+    # Fail closed on what a typo would make mean something else: an unknown key grants or
+    # withholds nothing, so walls must not rest on one. (Two blocks for one reader are refused
+    # by the YAML loader, which names the reader.)
+    unknown = sorted(set(data) - {"readers"})
+    if unknown:
+        raise InvalidInput(
+            f"{wiki.access_path}: unknown key {unknown[0]!r} at the top; access.yaml holds only "
+            "'readers:'. Remove it or fix its spelling."
+        )
+    for name, spec in readers.items():
+        if not isinstance(spec, dict):
+            continue  # refused, naming the reader, when that reader is resolved
+        extra = sorted(set(spec) - READER_KEYS)
+        if extra:
+            raise InvalidInput(
+                f"{wiki.access_path}: reader {name!r} has unknown key {extra[0]!r} (known: "
+                f"{', '.join(sorted(READER_KEYS))}); fix its spelling or remove it."
+            )
+        if "admin" in spec and not isinstance(spec["admin"], bool):
+            raise InvalidInput(
+                f"{wiki.access_path}: admin of reader {name!r} must be true or false."
+            )
     return data
+
+
+READER_KEYS = frozenset({"scopes", "read_only", "admin"})
+
+
+def _check_trusted(path: Path) -> None:
+    """Refuse an access.yaml that someone other than its owner could have written: walls that
+    anyone may edit are no walls."""
+    st = os.stat(path)
+    if st.st_mode & 0o002:
+        raise WikiError(
+            f"{path} is world-writable, so anyone could lift the walls; fix it with "
+            f"`chmod o-w {path}` and check its contents."
+        )
+    if st.st_uid not in (os.geteuid(), 0):
+        raise WikiError(
+            f"{path} belongs to uid {st.st_uid}, not to you (uid {os.geteuid()}) or root, so "
+            f"its walls are not trusted; fix it with `chown $(id -u) {path}` after checking it."
+        )
 
 
 def resolve_viewer(wiki: Wiki, reader: str | None = None) -> Viewer:

@@ -1,20 +1,28 @@
 """Offline answers that answer: sentences quoted from the opened entries, chosen by what the
-question asks and by how the entries are built, never generated.
+question asks and by how the records are built, never generated.
+
+A record is read as a reader reads it (:func:`read_record`): each sentence keeps the headings
+above it, so it has a *role* — the decision (Decision, Decision Outcome, Chosen option, Design,
+Solution), a good consequence (Positive Consequences, Pros, Benefits, "Good, because …"), a bad
+one (Negative Consequences, Cons, Drawbacks, "Bad, because …"), a plain consequence (Nygard's
+Consequences), a driver, the context, the options — and, inside "Pros and Cons of the Options"
+or an "Option …" heading, the *option* it is about. The option the decision names ("Chosen
+option: X", "we decided to proceed with X") is the chosen one; the rest were rejected.
 
 What a question asks is read from its shape (:func:`question_kind`):
 
-- ``why`` ("why …", "what was the reason …"): the decision, then the sentences of its body that
-  carry a reason (a causal word, the question's own words, a section that argues: Decision,
-  Context, Decision Drivers, Consequences, Pros and Cons);
-- ``why-not`` ("why not X", "why didn't we X", "… instead of X"): the alternative the question
-  names, with its ``rejected_because``, and the body's sentences about X; then the decision and
-  its reasons;
-- ``alternatives`` ("what did we consider", "which options"): every rejected alternative with its
-  reason, then the decision;
-- ``current`` ("still", "now", "currently"): the current decision first, what it replaced and
-  when, and anything newer still proposed;
+- ``why``: the decision stated in full (a "Chosen option: X, because …" sentence with its
+  because-clause or its list of reasons), then the reasons: the decision's own causal
+  sentences, its good consequences and the chosen option's pros, the consequences, then the
+  context's causal sentences; the question's words only break ties;
+- ``why-not`` ("why not X", "what was wrong with X"): the option the question names, with its
+  cons and the sentences that argue against it; then the decision and its reasons;
+- ``alternatives``: each rejected option with its first con (else the record's reason), then the
+  decision;
+- ``current``: the current decision first, what it replaced and when, anything newer proposed;
+- ``past`` ("what did we do before", "originally"): the replaced decision, then what replaced it;
 - ``when``: the date, where it came from when the record had none, and the entry;
-- otherwise the decision and its reasons.
+- otherwise (what was decided, how): the decision stated in full and the decision's sentences.
 
 Every sentence is verbatim (markdown marks dropped) and ends with the id it comes from; the whole
 answer stays within :data:`ANSWER_TOKENS`. Nothing here depends on words of one question set:
@@ -49,31 +57,38 @@ _CAUSAL = re.compile(
     r"no longer|instead|rather than|fits?|choice|prefer(?:red)?|supports?|why)\b",
     re.I,
 )
-_ARGUING = re.compile(
-    r"decision|outcome|drivers?|rationale|reasons?|context|problem|consequences?|pros|cons|"
-    r"why|justification|motivation|considered|options?|alternatives?|summary|proposal",
-    re.I,
-)
 _NEGATIVE = re.compile(
     r"\b(?:not|no|never|rejected|discarded|instead|however|but|problems?|drawbacks?|"
-    r"downsides?|risks?|because|too|lacks?|without|cannot|can't|won't|wouldn't|prevents?)\b",
+    r"downsides?|risks?|because|too|lacks?|without|cannot|can't|won't|wouldn't|prevents?|"
+    r"hard|harder|difficult|complex|expensive|slow|limited|only)\b",
     re.I,
 )
-_WHY_NOT = re.compile(
+_WHY_NOT_LEAD = (
     r"\bwhy\s+(?:not|no)\b|\bwhy\s+(?:didn'?t|did\s+not|don'?t|do\s+not|doesn'?t|does\s+not|"
-    r"aren'?t|isn'?t|wasn'?t|weren'?t|won'?t|shouldn'?t|can'?t)\b|\binstead\s+of\b|"
+    r"aren'?t|isn'?t|wasn'?t|weren'?t|won'?t|shouldn'?t|can'?t|couldn'?t|wouldn'?t)\b"
+)
+_WHY_NOT = re.compile(
+    _WHY_NOT_LEAD + r"|\binstead\s+of\b|"
     r"\brather\s+than\b|\bover\s+(?:using\s+)?(?=\w)|\bwhat\s+(?:was|is)\s+wrong\s+with\b|"
-    r"\bagainst\b|\bruled?\s+out\b|\breject(?:ed)?\b",
+    r"\bagainst\b|\bruled?\s+out\b|\breject(?:ed)?\b|\b(?:drawbacks?|downsides?|"
+    r"disadvantages?|problems?|cons)\s+(?:of|with)\b|\bheld?\s+\w+\s+back\b",
     re.I,
 )
 _ALTERNATIVES = re.compile(
     r"\b(?:alternatives?|options?|considered|consider|other\s+(?:approaches|choices|tools|ways)|"
-    r"what\s+else|candidates?|compared|evaluated|weighed)\b",
+    r"what\s+else|candidates?|compared|evaluated|weighed|ways\s+of)\b",
     re.I,
 )
 _CURRENT = re.compile(
     r"\b(?:still|now|currently|current|today|these\s+days|at\s+the\s+moment|any\s*more|"
-    r"nowadays|latest|presently)\b",
+    r"nowadays|latest|presently|(?:what|which)\s+\w*\s*(?:replaced|superseded))\b",
+    re.I,
+)
+_PAST = re.compile(
+    r"\b(?:before|previously|previous|originally|original|used\s+to|earlier|initially|at\s+first|"
+    r"formerly|former|prior|old|older|in\s+the\s+past|first\s+(?:decide|decided|choose|chose|"
+    r"pick|picked|go|went|use|used|do|did|approach|decision|choice|plan|design|version)|"
+    r"was\s+replaced|were\s+replaced|did\s+.+\s+(?:replace|supersede))\b",
     re.I,
 )
 _WHEN = re.compile(
@@ -82,25 +97,62 @@ _WHEN = re.compile(
 _WHY = re.compile(
     r"\bwhy\b|\breasons?\b|\brationale\b|\bhow\s+come\b|\bwhat\s+for\b|\bmotivat", re.I
 )
-
-
 _TURN = re.compile(
-    r"(?i)^(?:however|but|this|that|it|these|unfortunately|the\s+problem|instead|sadly)\b"
+    r"(?i)^(?:however|but|this|that|it|these|unfortunately|the\s+problem|instead|sadly|"
+    r"rejected|discarded|dropped|ruled\s+out|not\s+chosen)\b"
+)
+
+# Section roles, from a heading's words (checked innermost heading first, in this order).
+_ROLE_HEADINGS = (
+    ("status", re.compile(r"(?i)^(?:status|date|deciders?|decision[- ]makers|tags|links?|"
+                          r"references?|see also|notes?)\b")),
+    ("driver", re.compile(r"(?i)\b(?:drivers?|forces|criteria|requirements|goals|"
+                          r"constraints|driving)\b")),
+    ("options", re.compile(r"(?i)\bpros\s+and\s+cons\b|\bconsidered\b|\boptions?\b|"
+                           r"\balternatives?\b")),
+    ("con", re.compile(r"(?i)\b(?:negative|cons|drawbacks?|disadvantages?|downsides?|"
+                       r"weakness(?:es)?|trade-?offs?|risks?|bad|issues|limitations)\b")),
+    ("pro", re.compile(r"(?i)\b(?:positive|pros|benefits?|advantages?|strengths?|good)\b")),
+    ("outcome", re.compile(r"(?i)^(?:the\s+)?(?:decision|decisions\b|outcome|chosen|resolution|"
+                           r"solution|design|proposal|proposed|what.s\s+proposed|we\s+decided|"
+                           r"agreed|conclusion|approach)|\bdecision\s+(?:outcome|summary)\b")),
+    ("consequence", re.compile(r"(?i)\b(?:consequences?|implications?|results?|impact|"
+                               r"outcomes?)\b")),
+    ("context", re.compile(r"(?i)\b(?:context|problem|background|motivation|introduction|"
+                           r"summary|overview|why|rationale|justification)\b")),
+)  # fmt: skip
+_PRO_ITEM = re.compile(r"(?i)^(?:good|pro|\+)\b\s*[,:]?")
+_CON_ITEM = re.compile(r"(?i)^(?:bad|con|-)\b\s*[,:]?")
+_PRO_INTRO = re.compile(r"(?i)^(?:pros?|strengths?|advantages?|benefits?|good)\b")
+_CON_INTRO = re.compile(r"(?i)^(?:cons?|weakness(?:es)?|disadvantages?|drawbacks?|bad)\b")
+_CHOSEN = re.compile(
+    r"(?i)\bchosen\s+option\s*:?\s*(.+?)(?:,?\s+(?:because|since|as)\b.*)?$|"
+    r"\b(?:decided|decide|opted|choose|chose|pick|picked|select|selected)\s+(?:to\s+)?"
+    r"(?:proceed\s+with\s+|pursue\s+|go\s+with\s+|use\s+|adopt\s+|for\s+)?(.+?)(?:[.,;]|$)"
+)
+_STOP = frozenset(
+    "the a an of to for in on and or with we our us do did does was were is are be been it its "
+    "this that these those what which why how when who not no use used using instead rather than "
+    "over into from by at as about any some there their they them can could would should will "
+    "plain own each just".split()
 )
 
 
 def question_kind(text: str) -> str:
-    """why | why-not | alternatives | current | when | what, from the question's wording."""
+    """why | why-not | alternatives | past | current | when | what, from the question's
+    wording."""
     if _WHEN.search(text):
         return "when"
     if _WHY_NOT.search(text):
         return "why-not"
     if _ALTERNATIVES.search(text) and not _WHY.search(text):
         return "alternatives"
-    if _CURRENT.search(text):
-        return "current"
     if _WHY.search(text):
         return "why"
+    if _PAST.search(text):
+        return "past"
+    if _CURRENT.search(text):
+        return "current"
     return "what"
 
 
@@ -120,6 +172,140 @@ class Composed:
     cited: tuple[str, ...]
 
 
+# --------------------------------------------------------------------------- reading a record
+
+
+@dataclass(frozen=True)
+class Sentence:
+    """A sentence of a record with where it stands: the headings above it (outermost first),
+    the line that opens its list (an item's intro, "Chosen option: X, because"), its role and
+    the option it is about ("" when none)."""
+
+    text: str
+    path: tuple[str, ...]
+    intro: str
+    item: bool
+    role: str
+    option: str
+    index: int
+
+
+@dataclass(frozen=True)
+class Record:
+    sentences: tuple[Sentence, ...]
+    chosen: str  # the option the decision names ("" when it names none)
+
+    def option_names(self) -> list[str]:
+        return list(dict.fromkeys(s.option for s in self.sentences if s.option))
+
+
+def read_record(body: str) -> Record:
+    """The sentences of a body in order, each with its headings, intro, role and option: prose
+    and list items, no code, tables, frontmatter or the importer's change notes."""
+    if body.startswith("---\n"):
+        end = body.find("\n---", 4)
+        if end != -1:
+            body = body[end + 4 :]
+    body = body.split("\n---\n\n## Changes since the earlier import", 1)[0]
+    raw: list[tuple[tuple[str, ...], str, str, bool]] = []  # (path, sentence, intro, item)
+    stack: list[tuple[int, str]] = []
+    chunk: list[str] = []
+    seen_text = False
+
+    def flush() -> None:
+        path = tuple(t for _, t in stack)
+        intro = ""
+        for para in paragraphs("\n".join(chunk)):
+            item = bool(LIST_ITEM_RE.match(para))
+            if not item:
+                intro = para if para.rstrip().endswith((":", "because")) else ""
+            for s in sentences(para):
+                if s and not re.fullmatch(r"[\W\d_]+", s):
+                    raw.append((path, s, intro if item else "", item))
+        chunk.clear()
+
+    fenced = False
+    for line in body.splitlines():
+        if line.lstrip().startswith(("```", "~~~")):
+            fenced = not fenced
+        m = None if fenced else HEADING_RE.match(line)
+        if m and m.group(2):
+            flush()
+            level = len(m.group(1))
+            title = plain_title(strip_md(m.group(2)))
+            if not seen_text and not stack and level == 1:
+                seen_text = True  # the record's title: not a section
+                continue
+            while stack and stack[-1][0] >= level:
+                stack.pop()
+            stack.append((level, title))
+            continue
+        if line.strip():
+            seen_text = True
+        chunk.append(line)
+    flush()
+
+    out = []
+    for i, (path, text, intro, item) in enumerate(raw):
+        role, option = _role(path, text, intro, item)
+        out.append(Sentence(text, path, intro, item, role, option, i))
+    chosen = ""
+    for s in out:
+        m = _CHOSEN.search(s.text)
+        if m and (s.role == "outcome" or re.match(r"(?i)chosen\s+option", s.text)):
+            chosen = _option_name((m.group(1) or m.group(2) or "").strip(" \"'*"))
+            if chosen:
+                break
+    return Record(tuple(out), chosen)
+
+
+def _role(path: tuple[str, ...], text: str, intro: str, item: bool) -> tuple[str, str]:
+    role = "other"
+    option = ""
+    roles = [_heading_role(t) for t in path]
+    for i in range(len(path) - 1, -1, -1):
+        if roles[i] != "other":
+            role = roles[i]
+            break
+    # the option a sentence is about: a heading under an options heading, or "Option …"
+    for i, title in enumerate(path):
+        if re.match(r"(?i)^option\b", title):
+            option = _option_name(title)
+        elif i > 0 and roles[i - 1] == "options" and roles[i] in ("other", "outcome"):
+            option = title
+    if option and role in ("options", "outcome", "other"):
+        role = "option"
+    if item and (_PRO_ITEM.match(text) or _PRO_INTRO.match(intro)):
+        role = "pro"
+    elif item and (re.match(r"(?i)^(?:bad|con)\b", text) or _CON_INTRO.match(intro)):
+        role = "con"
+    return role, option
+
+
+def _option_name(text: str) -> str:
+    """ "Option 2: listeners array" and "Option 2 (listeners array)" → "listeners array"; a bare
+    "Option 2" stays as it is."""
+    name = re.sub(r"(?i)^option\s*\w{0,3}\s*[:.)-]?\s*", "", text).strip()
+    if m := re.fullmatch(r"\((.+)\)", name):
+        name = m.group(1)
+    return name.strip(" \"'*") or text
+
+
+def _heading_role(title: str) -> str:
+    for role, pattern in _ROLE_HEADINGS:
+        if pattern.search(title):
+            return role
+    return "other"
+
+
+def body_sentences(body: str) -> list[tuple[str, str]]:
+    """(innermost section title, sentence) of a body in order."""
+    return [(s.path[-1] if s.path else "", s.text) for s in read_record(body).sentences]
+
+
+# --------------------------------------------------------------------------- composing
+
+
 def compose(question: str, terms: Sequence[str], opened: Sequence[Opened]) -> Composed:
     """The extractive answer to ``question`` from ``opened`` (best first; a current entry ahead
     of what it replaced), within :data:`ANSWER_TOKENS`."""
@@ -133,14 +319,29 @@ def compose(question: str, terms: Sequence[str], opened: Sequence[Opened]) -> Co
         lines += _when(lead, opened)
     elif kind == "current":
         lines += _current(opened, stems)
+    elif kind == "past":
+        lines += _past(opened, stems)
     elif kind == "alternatives":
+        named = _named_option(question, opened)
+        if named is not None:
+            lines += _against(named, stems)
         lines += _alternatives(lead, stems)
-        lines += [_decision(lead)] + _reasons(lead, stems, 2)
+        lines += _decision(lead) + _reasons(lead, stems, 1)
     elif kind == "why-not":
-        lines += _why_not(question, opened, stems)
-        lines += [_decision(lead)] + _reasons(lead, stems, 2)
+        named = _named_option(question, opened)
+        lines += (
+            _against(named, stems) if named is not None else _why_not_prose(question, opened, stems)
+        )
+        lines += _decision(lead) + _reasons(lead, stems, 2)
+    elif kind == "why":
+        lines += _decision(lead)
+        named = _named_option(question, opened, 0.5 if _has_against(question) else 1.2)
+        if named is not None:
+            lines += _against(named, stems)[1:3]
+        lines += _reasons(lead, stems, REASON_SENTENCES)
+        lines += _replaced_reasons(lead, opened, stems)
     else:
-        lines += [_decision(lead)] + _reasons(lead, stems, REASON_SENTENCES)
+        lines += _decision(lead) + _outcome(lead, stems, 3) + _reasons(lead, stems, 2)
         lines += _replaced_reasons(lead, opened, stems)
     return _fit(lines, kind)
 
@@ -159,13 +360,49 @@ def _replaced_reasons(
     return out
 
 
-# --------------------------------------------------------------------------- the parts
-
-
-def _decision(item: Opened) -> tuple[str, str]:
+def _decision(item: Opened) -> list[tuple[str, str]]:
+    """The entry's summary with its date, then the decision as the record states it when the
+    summary cut it short (a because-clause, the list of reasons after "because:")."""
     e = item.entry
     state = "" if item.status == "active" else f", {item.status}"
-    return f"{e.summary} ({e.date}{state})", e.id
+    out = [(f"{e.summary} ({e.date}{state})", e.id)]
+    out += [(s, e.id) for s in _statement(e)]
+    return out
+
+
+def _statement(e: Entry) -> list[str]:
+    """The decision's first sentence, in full, unless the summary already holds all of it; with
+    the first two items of a list it opens ("Chosen option: X, because" + reasons)."""
+    record = read_record(e.body)
+    found = list(record.sentences)
+    first = next((s for s in found if s.role == "outcome" and len(s.text) > 12), None)
+    if first is None:
+        return []
+    summary = _norm(e.summary)
+    out = []
+    if _norm(first.text) not in summary:
+        out.append(first.text)
+    if first.text.rstrip().endswith((":", "because")) or re.search(
+        r"(?i)\bbecause\s*:?$", first.text
+    ):
+        out += [s.text for s in found[first.index + 1 : first.index + 3] if s.item]
+    return out
+
+
+def _outcome(item: Opened, stems: Sequence[str], n: int) -> list[tuple[str, str]]:
+    """The decision's own sentences (what was decided, how), best about the question first."""
+    e = item.entry
+    record = read_record(e.body)
+    said = set(_statement(e))
+    scored = []
+    for s in record.sentences:
+        if s.role != "outcome" or s.text in said or len(s.text) < 20 or s.text.endswith("?"):
+            continue
+        score = 1.0 + 0.4 * min(_hits(s.text, stems), 3) - 0.01 * s.index
+        score -= 0.5 if len(s.text) > 300 else 0.0
+        scored.append((score, s))
+    top = sorted(scored, key=lambda x: -x[0])[:n]
+    return [(s.text, e.id) for _, s in sorted(top, key=lambda x: x[1].index)]
 
 
 def _when(lead: Opened, opened: Sequence[Opened]) -> list[tuple[str, str]]:
@@ -198,11 +435,15 @@ def _dated_sentences(e: Entry) -> list[str]:
 
 
 def _current(opened: Sequence[Opened], stems: Sequence[str]) -> list[tuple[str, str]]:
-    active = [o for o in opened if o.status not in ("superseded",)]
-    current = active[0] if active else opened[0]
+    # what holds now: the best match not replaced, rejected or deprecated (a rejected record is
+    # not what we do now)
+    gone = ("superseded", "rejected", "deprecated")
+    current = next((o for o in opened if o.status not in gone), opened[0])
     e = current.entry
     out = [(f"Current decision: {e.summary} ({e.date}, {current.status})", e.id)]
-    out += _reasons(current, stems, 2)
+    out += [(s, e.id) for s in _statement(e)]
+    out += _outcome(current, stems, 1)
+    out += _reasons(current, stems, 1)
     by_id = {o.entry.id: o for o in opened}
     for old in e.supersedes:
         if old in by_id:
@@ -219,173 +460,350 @@ def _current(opened: Sequence[Opened], stems: Sequence[str]) -> list[tuple[str, 
             and other.domain == e.domain
         ):
             out.append((f"Newer and still proposed ({other.date}): {other.summary}", other.id))
+    for item in opened[:2]:
+        if item.entry.id != e.id and item.status in ("rejected", "deprecated"):
+            other = item.entry
+            out.append((f"{item.status.capitalize()} ({other.date}): {other.summary}", other.id))
+    return out
+
+
+def _past(opened: Sequence[Opened], stems: Sequence[str]) -> list[tuple[str, str]]:
+    """The decision that was replaced (the one the best current match replaced, else the best
+    superseded match), then what replaced it; with no replaced one among the opened, the
+    best match as for "what was decided"."""
+    by_id = {o.entry.id: o for o in opened}
+    old: Opened | None = None
+    for item in opened:
+        if item.status != "superseded":
+            old = next((by_id[i] for i in item.entry.supersedes if i in by_id), None)
+            break  # the best current match
+    if old is None:
+        old = next((o for o in opened if o.status == "superseded" or o.superseded_by), None)
+    if old is None:
+        lead = opened[0]
+        return _decision(lead) + _outcome(lead, stems, 2) + _reasons(lead, stems, 1)
+    out = _decision(old) + _outcome(old, stems, 2) + _reasons(old, stems, 1)
+    for new in old.superseded_by:
+        if new in by_id:
+            n = by_id[new].entry
+            out.insert(1, (f"Replaced on {n.date} by: {n.summary}", n.id))
     return out
 
 
 def _alternatives(lead: Opened, stems: Sequence[str]) -> list[tuple[str, str]]:
+    """Each rejected option with its first con from the record's own options section, else
+    with the reason the import kept."""
     e = lead.entry
+    record = read_record(e.body)
     out = []
+    for name in record.option_names():
+        if _same_option(name, record.chosen):
+            continue
+        cons = [s for s in record.sentences if s.option == name and s.role == "con"]
+        if cons:
+            out.append((f"Considered and not chosen: {name}: {cons[0].text}", e.id))
     for alt in e.alternatives_considered:
         name = alt.id.replace("-", " ")
+        if any(_same_option(name, n) for n in record.option_names() if n):
+            continue
         reason = alt.rejected_because
         if reason == PLACEHOLDER_REASON:
             out.append((f"Considered and not chosen: {name} (the record gives no reason)", e.id))
         else:
             out.append((f"Considered and not chosen: {name}, {reason}", e.id))
     if not out:  # the options are in the prose only
-        out += [
-            (s, e.id)
-            for s in _matching(e, stems, 3, lambda t, s: bool(_ALTERNATIVES.search(s)) or t > 0)
+        scored = [
+            (_hits(s.text, stems) + (1.0 if s.role in ("options", "option", "con") else 0.0), s)
+            for s in record.sentences
+            if len(s.text) >= 20 and s.role not in ("status",)
         ]
+        top = sorted((x for x in scored if x[0] > 0.9), key=lambda x: -x[0])[:3]
+        out += [(s.text, e.id) for _, s in sorted(top, key=lambda x: x[1].index)]
     return out
 
 
-def _why_not(
-    question: str, opened: Sequence[Opened], stems: Sequence[str]
-) -> list[tuple[str, str]]:
-    """The alternative the question names (best word overlap with its id and reason), with the
-    record's reason, and the body's sentences about it."""
-    named = _named_part(question)
-    named_stems = [_stem(w) for w in re.findall(r"[A-Za-z0-9]+", named) if len(w) > 2] or list(
-        stems
-    )
-    best: tuple[float, Opened | None, str, str] = (0.0, None, "", "")
-    for item in opened:
-        for alt in item.entry.alternatives_considered:
-            words = {_stem(w) for w in re.findall(r"[a-z0-9]+", alt.id) if len(w) > 2}
-            if not words:
-                continue
-            hits = sum(1 for s in named_stems if s in words)
-            score = hits / max(1, min(len(words), len(named_stems)))
-            if hits and score > best[0]:
-                best = (score, item, alt.id, alt.rejected_because)
-    out: list[tuple[str, str]] = []
-    if best[1] is not None:
-        item, alt_id, reason = best[1], best[2], best[3]
-        name = alt_id.replace("-", " ")
-        if reason == PLACEHOLDER_REASON:
-            out.append((f"Not chosen: {name} (the record gives no reason)", item.entry.id))
-        else:
-            out.append((f"Not chosen: {name}, {reason}", item.entry.id))
-    lead = best[1] or opened[0]
-    key = [s for s in dict.fromkeys(stems) if s in named_stems] or named_stems
-    about = _about(lead.entry, key)
-    out += [(s, lead.entry.id) for s in about if not any(s in text for text, _ in out)]
-    return out
+@dataclass(frozen=True)
+class _Named:
+    item: Opened
+    name: str  # the option's name as the record (or the import) gives it
+    words: frozenset[str]
+    reason: str = ""  # the import's rejected_because, when the option came from there
 
 
 def _named_part(question: str) -> str:
-    """The words naming the rejected option: after "instead of", "rather than", "why not", …"""
+    """The words naming the rejected option: "why not X (instead of Y)", "X rather than Y" →
+    Y, "what was wrong with X", "drawbacks of X", …"""
+    if m := re.search(
+        "(?:" + _WHY_NOT_LEAD + r")\s*(?:we|they|you|it|the\s+\w+)?\s*(.+)$", question, re.I
+    ):
+        return re.split(r"(?i)\b(?:instead\s+of|rather\s+than)\b", m.group(1))[0]
     for pattern in (
         r"\binstead\s+of\s+(.+)$",
         r"\brather\s+than\s+(.+)$",
         r"\bover\s+(.+)$",
-        r"\bwhy\s+(?:not|no)\s+(.+)$",
-        r"\bwhy\s+(?:didn'?t|did\s+not|don'?t|do\s+not|doesn'?t|does\s+not|aren'?t|isn'?t|"
-        r"wasn'?t|weren'?t|won'?t|shouldn'?t|can'?t)\s+(?:we|they|you|it|the\s+\w+)?\s*(.+)$",
+        r"\bwrong\s+with\s+(.+)$",
+        r"\b(?:drawbacks?|downsides?|disadvantages?|problems?|cons)\s+(?:of|with)\s+(.+)$",
+        r"\bfrom\s+(?:staying\s+on|using|keeping)\s+(.+)$",
+        r"\bwhy\s+not\s+(.+)$",
     ):
         if m := re.search(pattern, question, re.I):
             return m.group(1)
     return question
 
 
-def _about(e: Entry, named_stems: Sequence[str]) -> list[str]:
-    """Sentences naming the option, each with the one after it when that one goes on about it
-    (However / But / This / It …)."""
-    found = body_sentences(e.body)
-    scored = []
-    for i, (section, s) in enumerate(found):
-        hits = _hits(s, named_stems)
-        if hits >= max(1, round(0.4 * len(set(named_stems)))):
-            turn = i + 1 < len(found) and bool(_TURN.match(found[i + 1][1]))
-            against = bool(_NEGATIVE.search(s)) or turn
-            chosen = bool(re.search(r"(?i)^(?:decision|outcome|consequences?)", section))
-            scored.append((hits + (1.5 if against else 0) - (1.0 if chosen else 0), i))
-    scored.sort(key=lambda x: (-x[0], x[1]))
-    keep: list[int] = []
-    for _, i in scored[:2]:
-        keep.append(i)
-        if i + 1 >= len(found):
+def _has_against(question: str) -> bool:
+    return bool(re.search(r"(?i)\b(?:instead\s+of|rather\s+than|over)\b", question))
+
+
+def _words(text: str) -> frozenset[str]:
+    return frozenset(
+        w for w in re.findall(r"[a-z0-9]+", text.lower()) if w not in _STOP and len(w) > 1
+    )
+
+
+def _overlap(a: frozenset[str], b: frozenset[str]) -> int:
+    """How many words of ``a`` are in ``b``, a word matching another that shares all but its
+    last two letters with it ("proxy" ~ "proxies", "warn" ~ "warning", not "kubelogin" ~
+    "kubehook")."""
+    return sum(1 for x in a if any(_alike(x, y) for y in b))
+
+
+def _alike(x: str, y: str) -> bool:
+    if x == y:
+        return True
+    n = 0
+    for cx, cy in zip(x, y, strict=False):  # the common prefix
+        if cx != cy:
+            break
+        n += 1
+    return n >= max(4, min(len(x), len(y)) - 2)
+
+
+def _named_option(question: str, opened: Sequence[Opened], threshold: float = 0.5) -> _Named | None:
+    """The option the question names: the best word overlap of the named part of the question
+    with an option's name (a heading in the record's options, or an alternative the import
+    kept), never the chosen one."""
+    asked = _words(_named_part(question))
+    if not asked:
+        return None
+    best: tuple[float, _Named | None] = (0.0, None)
+    for rank, item in enumerate(opened[:3]):
+        record = read_record(item.entry.body)
+        names = [(n, "") for n in record.option_names()]
+        names += [
+            (a.id.replace("-", " "), a.rejected_because) for a in item.entry.alternatives_considered
+        ]
+        for name, reason in names:
+            if record.chosen and _same_option(name, record.chosen):
+                continue
+            words = _words(name)
+            hits = _overlap(words, asked)
+            if not hits:
+                continue
+            score = hits / len(words) + hits / len(asked) - 0.05 * rank
+            if score > best[0]:
+                best = (score, _Named(item, name, words, reason))
+    return best[1] if best[0] >= threshold else None
+
+
+def _against(named: _Named, stems: Sequence[str]) -> list[tuple[str, str]]:
+    """What the record holds against the named option: its cons (or, when its section marks
+    none, its section's own lines), the sentences about it that argue ("rejected because",
+    "but …"), an item naming it with the items under it; else the reason the import kept."""
+    e = named.item.entry
+    record = read_record(e.body)
+    found = list(record.sentences)
+    mine = [s for s in found if s.option and _same_option(s.option, named.name)]
+    cons = [s for s in mine if s.role == "con"]
+    if not cons and not any(s.role == "pro" for s in mine):  # a section of bare lines
+        cons = sorted(
+            (s for s in mine if not re.fullmatch(r"<?https?://\S+>?", s.text)),
+            key=lambda s: (not _NEGATIVE.search(s.text), s.index),
+        )
+    need = max(1, (len(named.words) + 1) // 2)
+    scored = [(5.0 - 0.01 * i, s) for i, s in enumerate(cons[:3])]
+    names = record.option_names()
+    for s in found:
+        if s in mine or _overlap(named.words, _words(s.text)) < need:
             continue
-        label = len(found[i][1].split()) <= 6 or found[i][1].endswith(":")
-        if label:  # an option's name as a list item: what follows is about it
-            keep += [j for j in (i + 1, i + 2) if j < len(found) and found[j][0] == found[i][0]]
-        elif _TURN.match(found[i + 1][1]):
-            keep.append(i + 1)
-    return [found[i][1] for i in sorted(dict.fromkeys(keep))]
+        if any(_same_option(s.text, n) for n in names):
+            continue  # an option's name alone says nothing against it
+        if record.chosen and _norm_name(record.chosen) in _norm_name(s.text):
+            continue  # about the chosen option: the decision, quoted after
+        nxt = found[s.index + 1] if s.index + 1 < len(found) else None
+        names_it = s.item and (len(s.text.split()) <= 8 or s.text.endswith(":"))
+        if not (_NEGATIVE.search(s.text) or names_it or (nxt and _TURN.match(nxt.text))):
+            continue
+        score = 1.5 + _overlap(named.words, _words(s.text)) * 0.3
+        score += 0.8 if re.search(r"(?i)\b(?:rejected|not\s+chosen|but|however)\b", s.text) else 0
+        score -= 0.8 if s.role == "pro" or s.role == "outcome" else 0
+        scored.append((score, s))
+    keep: list[Sentence] = []
+    for _, s in sorted(scored, key=lambda x: (-x[0], x[1].index))[:3]:
+        keep.append(s)
+        if s in cons:
+            continue
+        keep += _follow(s, found)
+    label = f"Not chosen: {named.name}"
+    reason = named.reason
+    if not reason:
+        reason = next(
+            (a.rejected_because for a in e.alternatives_considered
+             if _same_option(a.id.replace("-", " "), named.name)),
+            "",
+        )  # fmt: skip
+    out: list[tuple[str, str]] = []
+    if reason and reason != PLACEHOLDER_REASON and not keep:
+        out.append((f"{label}, {reason}", e.id))
+    elif not keep:
+        out.append((f"{label} (the record gives no reason)", e.id))
+    else:
+        out.append((label, e.id))
+    out += [(s.text, e.id) for s in dict.fromkeys(keep)]  # the strongest first
+    return out
+
+
+def _why_not_prose(
+    question: str, opened: Sequence[Opened], stems: Sequence[str]
+) -> list[tuple[str, str]]:
+    """No option of the record matches the question's: the lead's sentences naming the
+    question's words that argue against something."""
+    e = opened[0].entry
+    asked = _words(_named_part(question))
+    found = list(read_record(e.body).sentences)
+    scored = []
+    for s in found:
+        words = _words(s.text)
+        hits = _overlap(asked, words)
+        # an item that is a name the question uses ("- kubelogin"), with what is listed under it
+        label = s.item and 0 < len(words) <= 4 and _overlap(words, asked) == len(words)
+        if label and _follow(s, found):
+            scored.append((4.0 + hits, s))
+        elif hits >= max(1, round(0.4 * len(asked))):
+            nxt = found[s.index + 1].text if s.index + 1 < len(found) else ""
+            against = bool(_NEGATIVE.search(s.text)) or bool(_TURN.match(nxt))
+            score = hits + (1.5 if against else 0) - (1.0 if s.role == "outcome" else 0)
+            score += 1.0 if _REJECTED.search(s.text + " " + nxt[:40]) else 0.0
+            score += 1.0 if _CONSIDERED.search(s.text) else 0.0
+            score += 0.5 if s.role in ("options", "option", "con") else 0.0
+            scored.append((score, s))
+    keep: list[Sentence] = []
+    for _, s in sorted(scored, key=lambda x: (-x[0], x[1].index))[:2]:
+        keep.append(s)
+        keep += _follow(s, found)
+    return [(s.text, e.id) for s in sorted(dict.fromkeys(keep), key=lambda s: s.index)]
+
+
+def _follow(s: Sentence, found: Sequence[Sentence]) -> list[Sentence]:
+    """What goes on about the thing ``s`` names: the items under it when it is a short item (an
+    option's name; items longer than a sibling option's name), the items of a list it opens
+    ("… but:"), or the next sentence when that one turns on it (However / But / This …)."""
+    after = [t for t in found[s.index + 1 : s.index + 3] if t.path == s.path]
+    if s.item and (len(s.text.split()) <= 4 or s.text.endswith(":")):
+        return [t for t in after if t.item and len(t.text.split()) >= 6]
+    near = [t for t in found[s.index + 1 : s.index + 7] if t.path == s.path]
+    opened = [t for t in near if t.item and t.intro and s.text in t.intro][:2]
+    if opened:
+        return opened
+    if after and _TURN.match(after[0].text):
+        return after[:1]
+    return []
+
+
+_CONSIDERED = re.compile(
+    r"(?i)\b(?:alternatives?|considered|looked\s+(?:at|into)|evaluated|also\s+tried)\b"
+)
+_REJECTED = re.compile(r"(?i)\b(?:rejected|not\s+chosen|ruled\s+out|discarded|dropped)\b")
+
+# The weight of a sentence's role as a reason for the decision.
+_REASON_ROLE = {
+    "outcome": 2.0,
+    "pro": 2.5,
+    "consequence": 2.2,
+    "driver": 1.2,
+    "context": 1.0,
+    "other": 0.8,
+    "option": 0.4,
+    "options": 0.4,
+    "con": 0.5,
+    "status": -9.0,
+}
+
+
+_REASON_INTRO = re.compile(r"(?i)\b(?:because|reasons?|since|why|benefits?|advantages?)\b")
 
 
 def _reasons(item: Opened, stems: Sequence[str], n: int) -> list[tuple[str, str]]:
+    """The ``n`` sentences that best carry the decision's reasons, in body order: by the role
+    of their section first (the decision's causal sentences and its list of reasons, its good
+    consequences and the chosen option's pros, the consequences, then drivers and context),
+    the question's words breaking ties; no two from one section while others remain."""
     e = item.entry
-    return [(s, e.id) for s in _matching(e, stems, n, None)]
-
-
-def _matching(e: Entry, stems: Sequence[str], n: int, keep: object) -> list[str]:
-    """The ``n`` body sentences that best carry a reason about the question, in body order."""
-    found3 = _sentences_with_intro(e.body)
-    found = [(section, s) for section, s, _ in found3]
-    summary = e.summary.lower()
+    record = read_record(e.body)
+    found = list(record.sentences)
+    summary = _norm(e.summary)
+    said = {_norm(s) for s in _statement(e)}
     short = len(found) <= 3  # a body of a few sentences is the decision's own account
-    scored = []
-    for i, (section, s) in enumerate(found):
-        intro = found3[i][2]
-        if len(s) < 20 or len(s) > 500 or s.lower() in summary:
+    scored: list[tuple[float, Sentence]] = []
+    for s in found:
+        text = s.text
+        if len(text) < 20 or _norm(text) in summary or _norm(text) in said:
             continue
-        if re.match(r"(?i)^(?:status|date|deciders?|decision-makers|technical story|tags)\b", s):
+        if re.match(r"(?i)^(?:status|date|deciders?|decision-makers|technical story|tags)\b", text):
             continue
-        hits = _hits(s, stems)
-        if callable(keep) and not keep(hits, s):
-            continue
-        score = min(hits, 2) + (1.0 if _CAUSAL.search(s) else 0.0)
-        score += 0.75 if _ARGUING.search(section) else 0.0
-        score += 0.5 if re.search(r"(?i)\bchosen option\b.*\bbecause\b", s) else 0.0
+        role = s.role
+        score = _REASON_ROLE.get(role, 0.8)
+        if s.option:
+            chosen = bool(record.chosen) and _same_option(s.option, record.chosen)
+            if role == "pro":
+                score = 2.5 if chosen else 0.3
+            elif role == "con":
+                score = 0.4 if chosen else 1.0  # against a rejected option: a reason too
+        causal = bool(_CAUSAL.search(text))
+        score += 0.5 if causal else 0.0
+        if role == "outcome" and re.search(r"(?i)\b(?:because|since|so that|as it|due to)\b", text):
+            score += 1.0
+        if s.intro and _REASON_INTRO.search(s.intro):
+            score += 1.0  # an item of a list of reasons
+        score += 0.35 * min(_hits(text, stems), 3)
         score += 1.0 if short else 0.0
-        score += 2.5 if intro and _CAUSAL.search(intro) else 0.0  # a list of reasons
-        score -= 0.002 * i  # earlier sentences state the decision
+        score -= 1.5 if text.endswith("?") else 0.0
+        score -= 0.5 if len(text) > 320 else 0.0
+        score -= 0.002 * s.index
         if score > 0.9:
-            scored.append((score, i))
-    top = sorted(scored, key=lambda x: -x[0])[:n]
-    return [found[i][1] for _, i in sorted(top, key=lambda x: x[1])]
+            scored.append((score, s))
+    picked: list[Sentence] = []
+    while scored and len(picked) < n:
+        scored.sort(key=lambda x: -x[0])
+        _, s = scored.pop(0)
+        picked.append(s)
+        listed = bool(s.intro) and bool(_REASON_INTRO.search(s.intro))
+        scored = [  # one section at a time (a list of reasons aside)
+            (score - 0.75, o)
+            if o.path == s.path and not (listed and o.intro == s.intro)
+            else (score, o)
+            for score, o in scored
+        ]
+    return [(s.text, e.id) for s in sorted(picked, key=lambda s: s.index)]
 
 
-def body_sentences(body: str) -> list[tuple[str, str]]:
-    """(section title, sentence) of a body in order: prose and list items, no code, tables,
-    frontmatter or the importer's change notes."""
-    return [(section, s) for section, s, _ in _sentences_with_intro(body)]
+def _same_option(a: str, b: str) -> bool:
+    """Whether two option names name the same option ("Doobie + Quill" ~ "Doobie+Quill")."""
+    if not a or not b:
+        return False
+    na, nb = _norm_name(a), _norm_name(b)
+    if na == nb:
+        return True
+    wa, wb = _words(a), _words(b)
+    return bool(wa and wb) and len(wa & wb) / len(wa | wb) >= 0.75
 
 
-def _sentences_with_intro(body: str) -> list[tuple[str, str, str]]:
-    """(section, sentence, intro): a list item's intro is the prose line ending in ":" that
-    opens its list ("there are some problems with them, and some benefits to rspec:")."""
-    if body.startswith("---\n"):
-        end = body.find("\n---", 4)
-        if end != -1:
-            body = body[end + 4 :]
-    body = body.split("\n---\n\n## Changes since the earlier import", 1)[0]
-    out: list[tuple[str, str, str]] = []
-    section = ""
-    chunk: list[str] = []
+def _norm_name(text: str) -> str:
+    return re.sub(r"[^a-z0-9]+", "", text.lower())
 
-    def flush() -> None:
-        intro = ""
-        for para in paragraphs("\n".join(chunk)):
-            item = bool(LIST_ITEM_RE.match(para))
-            if not item:
-                intro = para if para.rstrip().endswith(":") else ""
-            for s in sentences(para):
-                if s and not re.fullmatch(r"[\W\d_]+", s):
-                    out.append((section, s, intro if item else ""))
-        chunk.clear()
 
-    for line in body.splitlines():
-        m = HEADING_RE.match(line)
-        if m and m.group(2):
-            flush()
-            section = plain_title(strip_md(m.group(2)))
-            continue
-        chunk.append(line)
-    flush()
-    return out
+def _norm(text: str) -> str:
+    return " ".join(re.sub(r"[*_`\"“”]", "", text.rstrip("…").rstrip(".")).lower().split())
 
 
 def _stem(word: str) -> str:

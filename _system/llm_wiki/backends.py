@@ -8,6 +8,13 @@ always visible. Heavy SDKs are imported inside the backend that needs them, neve
 
 Token counts for budgets use one estimator, :func:`estimate_tokens` (UTF-8 bytes / 3, rounded
 up), unless a backend reports real counts.
+
+**Per-model limits** (:func:`limits`): each model has a context window and an output cap, from
+settings.yaml ``models.<model>`` (``context_window``, ``max_output``) or the backend's defaults.
+:func:`call` sends every request its own ``max_tokens`` (what the caller asked, cut to the output
+cap and to what the context window leaves after the prompt), because local servers apply no cap
+of their own; the flows shrink their prompt budgets to fit (:meth:`Limits.prompt_room`). Both
+numbers go into the call log.
 """
 
 from __future__ import annotations
@@ -26,7 +33,7 @@ import llm_wiki.clock as clock
 import llm_wiki.progress as progress
 from llm_wiki.entries import load_yaml
 from llm_wiki.errors import BackendFailed, BackendUnavailable, InvalidInput, WikiError
-from llm_wiki.wiki import Wiki
+from llm_wiki.wiki import Settings, Wiki
 
 ENV_BACKEND = "LLM_WIKI_BACKEND"
 ENV_MODEL = "LLM_WIKI_MODEL"
@@ -47,6 +54,39 @@ class Completion:
     tokens_in: int
     tokens_out: int
     model: str
+    stop: str = ""  # why generation stopped, when the API says ("length": cut at max_tokens)
+
+
+PROMPT_MARGIN = 32  # tokens kept free for the chat template's own framing of the messages
+MIN_REPLY = 64  # a call whose prompt leaves less room than this for the reply is not sent
+
+
+@dataclass(frozen=True)
+class Limits:
+    """What one model can take: tokens it reads and writes in one call, and the most it writes.
+    ``source``: "settings" (settings.yaml ``models.<model>``) or "default" (the backend's)."""
+
+    context_window: int
+    max_output: int
+    source: str = "default"
+
+    def reply_tokens(self, wanted: int) -> int:
+        """The reply a caller wanting ``wanted`` tokens gets: at most the output cap, and never
+        more than half the context window (the prompt needs the rest)."""
+        return max(1, min(wanted, self.max_output, self.context_window // 2))
+
+    def prompt_room(self, wanted_reply: int, budget: int | None = None) -> int:
+        """The largest prompt (system text included) that leaves room for the reply in the
+        context window; ``budget``: the caller's own cap, kept when it is smaller."""
+        room = self.context_window - self.reply_tokens(wanted_reply) - PROMPT_MARGIN
+        return room if budget is None else min(budget, room)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "context_window": self.context_window,
+            "max_output": self.max_output,
+            "source": self.source,
+        }
 
 
 class Backend:
@@ -57,9 +97,12 @@ class Backend:
     needs_key: ClassVar[bool] = False
     key_env_var: ClassVar[str | None] = None
     default_model: ClassVar[str] = ""
+    context_window: ClassVar[int] = 200_000  # defaults for the backend's models (see limits())
+    max_output: ClassVar[int] = 8192
 
-    def __init__(self, model: str | None = None) -> None:
+    def __init__(self, model: str | None = None, settings: Settings | None = None) -> None:
         self.model = model or self.default_model
+        self.settings = settings or Settings({})  # the wiki's, for backend options (base URL)
 
     def check(self) -> None:
         """Raise BackendUnavailable (with the fix) if this backend cannot run here."""
@@ -130,7 +173,36 @@ def resolve(
     picked = model or os.environ.get(ENV_MODEL)
     if not picked and wiki is not None and source in ("settings", "default"):
         picked = wiki.settings.get("model")  # the settings' model goes with the settings' backend
-    return cls(picked or None), source
+    return cls(picked or None, wiki.settings if wiki is not None else None), source
+
+
+def limits(wiki: Wiki | None, backend: Backend) -> Limits:
+    """The model's limits: settings.yaml ``models.<model>.context_window`` / ``max_output``
+    (either may be given alone), else the backend's defaults. Model names may hold dots, so the
+    ``models`` mapping is read whole rather than by dotted path."""
+    table = wiki.settings.get("models", {}) if wiki is not None else {}
+    own = table.get(backend.model) if isinstance(table, dict) else None
+    if not isinstance(own, dict):
+        return Limits(backend.context_window, backend.max_output, "default")
+    values = []
+    for key, default in (
+        ("context_window", backend.context_window),
+        ("max_output", backend.max_output),
+    ):
+        raw = own.get(key, default)
+        if isinstance(raw, bool) or not isinstance(raw, int) or raw < 1:
+            raise InvalidInput(
+                f"settings.yaml models.{backend.model}.{key} is {raw!r}; set it to a whole number "
+                "of tokens, e.g. 4096."
+            )
+        values.append(raw)
+    window, output = values
+    if window < 2 * MIN_REPLY + PROMPT_MARGIN:
+        raise InvalidInput(
+            f"settings.yaml models.{backend.model}.context_window {window} is too small; use at "
+            "least 1024 tokens."
+        )
+    return Limits(window, output, "settings")
 
 
 def get_backend(wiki: Wiki | None, name: str | None = None, model: str | None = None) -> Backend:
@@ -157,15 +229,27 @@ def call(
     if not scope:
         raise ValueError("every LLM call must name the scope(s) its prompt holds")
     start = time.perf_counter()
+    fit = limits(wiki, backend)
+    prompt_tokens = estimate_tokens(system + prompt) if system else estimate_tokens(prompt)
+    room = fit.context_window - prompt_tokens - PROMPT_MARGIN
+    send = min(max_tokens, fit.max_output, max(0, room))
     record: dict[str, Any] = {
         "time": clock.stamp(),
         "purpose": purpose,
         "scope": scope,
         "backend": backend.name,
         "model": backend.model,
+        "max_tokens": send,
+        "context_window": fit.context_window,
     }
     try:
-        result = backend.complete(prompt, system=system, max_tokens=max_tokens, purpose=purpose)
+        if send < min(max_tokens, MIN_REPLY):
+            raise BackendFailed(
+                f"the prompt (about {prompt_tokens} tokens) leaves no room for a reply in the "
+                f"{fit.context_window}-token context window of {backend.model}; raise "
+                f"models.{backend.model}.context_window in settings.yaml if the model takes more."
+            )
+        result = backend.complete(prompt, system=system, max_tokens=send, purpose=purpose)
     except WikiError as exc:
         record.update(
             tokens_in=estimate_tokens(system + prompt),
@@ -184,6 +268,8 @@ def call(
         ms=round((time.perf_counter() - start) * 1000),
         ok=True,
     )
+    if result.stop:
+        record["stop"] = result.stop
     _log_call(wiki, record)
     progress.current().called(result.tokens_in + result.tokens_out)
     return result
@@ -376,32 +462,16 @@ class AnthropicBackend(Backend):
         }
         if system:
             kwargs["system"] = system
-        try:
-            message = client.messages.create(**kwargs)
-        except anthropic.APITimeoutError:
-            raise BackendFailed(
-                f"the Anthropic API did not answer within {timeout:g} s (after {retries} "
-                f"retries); try again, or raise {ENV_TIMEOUT}."
-            ) from None
-        except anthropic.AuthenticationError:
-            raise BackendUnavailable(
-                "the Anthropic API refused the key (401); check ANTHROPIC_API_KEY."
-            ) from None
-        except anthropic.APIStatusError as exc:
-            raise BackendFailed(
-                f"the Anthropic API answered HTTP {exc.status_code} (after {retries} retries): "
-                f"{one_line(exc.message)}; try again later or use --backend offline."
-            ) from None
-        except anthropic.APIConnectionError as exc:
-            raise BackendFailed(
-                f"cannot reach the Anthropic API ({one_line(str(exc))}); check the network "
-                "or ANTHROPIC_BASE_URL."
-            ) from None
-        except (anthropic.AnthropicError, ValueError) as exc:  # malformed body, bad JSON
-            raise BackendFailed(
-                f"the Anthropic API sent a response that could not be read "
-                f"({one_line(str(exc))}); try again."
-            ) from None
+        message = _sdk_call(
+            anthropic,
+            anthropic.AnthropicError,
+            lambda: client.messages.create(**kwargs),
+            where="the Anthropic API",
+            timeout=timeout,
+            retries=retries,
+            key_env="ANTHROPIC_API_KEY",
+            reach_hint="check the network or ANTHROPIC_BASE_URL",
+        )
         return _message_completion(message, self.model)
 
 
@@ -409,6 +479,41 @@ def one_line(text: str, limit: int = 200) -> str:
     """``text`` on one line (whitespace runs folded), cut to ``limit`` characters with "…"."""
     text = " ".join(str(text).split())
     return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def _sdk_call(
+    sdk: Any,
+    base_error: type[Exception],
+    call: Callable[[], Any],
+    *,
+    where: str,
+    timeout: float,
+    retries: int,
+    key_env: str,
+    reach_hint: str,
+) -> Any:
+    """``call()``, with the errors the anthropic and openai SDKs share (they name their exception
+    classes alike) turned into one-line messages that say what to do."""
+    try:
+        return call()
+    except sdk.APITimeoutError:
+        raise BackendFailed(
+            f"{where} did not answer within {timeout:g} s (after {retries} retries); try "
+            f"again, or raise {ENV_TIMEOUT}."
+        ) from None
+    except sdk.AuthenticationError:
+        raise BackendUnavailable(f"{where} refused the key (401); check {key_env}.") from None
+    except sdk.APIStatusError as exc:
+        raise BackendFailed(
+            f"{where} answered HTTP {exc.status_code} (after {retries} retries): "
+            f"{one_line(exc.message)}; try again later or use --backend offline."
+        ) from None
+    except sdk.APIConnectionError as exc:
+        raise BackendFailed(f"cannot reach {where} ({one_line(str(exc))}); {reach_hint}.") from None
+    except (base_error, ValueError) as exc:  # malformed body, bad JSON
+        raise BackendFailed(
+            f"{where} sent a response that could not be read ({one_line(str(exc))}); try again."
+        ) from None
 
 
 def _message_completion(message: Any, model: str) -> Completion:
@@ -420,14 +525,137 @@ def _message_completion(message: Any, model: str) -> Completion:
     if not texts:
         raise BackendFailed("the Anthropic API response holds no text; try again.")
     usage = getattr(message, "usage", None)
-    tokens_in = getattr(usage, "input_tokens", None)
+    # the prompt's size: input_tokens counts only what the prompt cache did not serve
+    counts = [
+        getattr(usage, key, None)
+        for key in ("input_tokens", "cache_read_input_tokens", "cache_creation_input_tokens")
+    ]
+    tokens_in = sum(c for c in counts if isinstance(c, int))
     tokens_out = getattr(usage, "output_tokens", None)
     text = "".join(texts)
     return Completion(
         text=text,
-        tokens_in=int(tokens_in) if isinstance(tokens_in, int) else 0,
+        tokens_in=tokens_in,
         tokens_out=int(tokens_out) if isinstance(tokens_out, int) else estimate_tokens(text),
         model=str(getattr(message, "model", "") or model),
+        stop="max_tokens" if getattr(message, "stop_reason", None) == "max_tokens" else "",
+    )
+
+
+# --------------------------------------------------------------------------- openai
+
+OPENAI_HOSTED = "https://api.openai.com/v1"
+
+
+class OpenAIBackend(Backend):
+    """Any OpenAI-compatible Chat Completions endpoint (OpenAI itself, Ollama, llama.cpp's
+    servers, vLLM, LM Studio) through the official ``openai`` SDK, imported only when a call is
+    made.
+
+    Endpoint: ``OPENAI_BASE_URL`` > settings.yaml ``openai.base_url`` > OpenAI's own. Key:
+    ``OPENAI_API_KEY`` > settings.yaml ``openai.api_key``; a server of your own needs none (a
+    placeholder is sent). The reply cap goes out as ``max_tokens``, which every local server
+    reads (llama-cpp-python ignores ``max_completion_tokens`` and then writes until the context
+    is full); OpenAI's own endpoint gets ``max_completion_tokens``, which its newer models
+    require. settings.yaml ``openai.max_tokens_field`` overrides the choice. Timeout and retries
+    as for anthropic (``LLM_WIKI_TIMEOUT``, ``LLM_WIKI_MAX_RETRIES``).
+
+    The default limits are a small local model's (8,192-token window, 2,048-token replies), so
+    budgets stay safe on any server; set ``models.<model>`` in settings.yaml for a larger one.
+    """
+
+    name = "openai"
+    key_env_var = "OPENAI_API_KEY"
+    default_model = "gpt-5.4-mini"  # a small model the installed SDK (3.57) names
+    context_window = 8192
+    max_output = 2048
+    timeout_s: ClassVar[float] = 60.0
+    max_retries: ClassVar[int] = 2
+
+    @property
+    def base_url(self) -> str:
+        return str(
+            os.environ.get("OPENAI_BASE_URL") or self.settings.get("openai.base_url") or ""
+        ).rstrip("/")
+
+    def _key(self) -> str:
+        return str(os.environ.get("OPENAI_API_KEY") or self.settings.get("openai.api_key") or "")
+
+    def check(self) -> None:
+        hosted = self.base_url in ("", OPENAI_HOSTED)
+        if hosted and not self._key():
+            raise BackendUnavailable(
+                "No API key for the openai backend: set OPENAI_API_KEY, or point "
+                "OPENAI_BASE_URL (settings.yaml openai.base_url) at a local server such as "
+                "http://127.0.0.1:11434/v1 (Ollama)."
+            )
+
+    def _max_tokens_field(self) -> str:
+        field = self.settings.get("openai.max_tokens_field")
+        if field is None:
+            return "max_completion_tokens" if self.base_url in ("", OPENAI_HOSTED) else "max_tokens"
+        if field not in ("max_tokens", "max_completion_tokens"):
+            raise InvalidInput(
+                f"settings.yaml openai.max_tokens_field is {field!r}; use max_tokens or "
+                "max_completion_tokens."
+            )
+        return str(field)
+
+    def complete(
+        self, prompt: str, *, system: str = "", max_tokens: int = 1024, purpose: str = ""
+    ) -> Completion:
+        self.check()
+        timeout = _env_number(ENV_TIMEOUT, self.timeout_s)
+        retries = int(_env_number(ENV_RETRIES, self.max_retries))
+        field = self._max_tokens_field()
+        where = self.base_url or OPENAI_HOSTED
+        try:
+            import openai  # deferred: the SDK costs about a second to import
+        except ImportError:  # pragma: no cover - a dependency of the package
+            raise BackendUnavailable(
+                "the openai SDK is not installed: pip install openai, or use --backend offline."
+            ) from None
+        client = openai.OpenAI(
+            api_key=self._key() or "not-needed",  # a local server takes any key; the SDK wants one
+            base_url=self.base_url or None,
+            timeout=timeout,
+            max_retries=retries,
+        )
+        messages = [{"role": "system", "content": system}] if system else []
+        messages.append({"role": "user", "content": prompt})
+        kwargs: dict[str, Any] = {"model": self.model, "messages": messages, field: max_tokens}
+        reply = _sdk_call(
+            openai,
+            openai.OpenAIError,
+            lambda: client.chat.completions.create(**kwargs),
+            where=where,
+            timeout=timeout,
+            retries=retries,
+            key_env="OPENAI_API_KEY",
+            reach_hint="is the server running? Check OPENAI_BASE_URL",
+        )
+        return _chat_completion(reply, self.model, where)
+
+
+def _chat_completion(reply: Any, model: str, where: str) -> Completion:
+    """A Chat Completions reply as a Completion; a reply without a message's text fails."""
+    choices = getattr(reply, "choices", None)
+    if not isinstance(choices, list) or not choices:
+        raise BackendFailed(f"the reply from {where} has no choices; try again.")
+    message = getattr(choices[0], "message", None)
+    text = getattr(message, "content", None)
+    if not isinstance(text, str):
+        raise BackendFailed(f"the reply from {where} holds no text; try again.")
+    usage = getattr(reply, "usage", None)
+    tokens_in = getattr(usage, "prompt_tokens", None)
+    tokens_out = getattr(usage, "completion_tokens", None)
+    stop = getattr(choices[0], "finish_reason", None)
+    return Completion(
+        text=text,
+        tokens_in=tokens_in if isinstance(tokens_in, int) else 0,
+        tokens_out=tokens_out if isinstance(tokens_out, int) else estimate_tokens(text),
+        model=str(getattr(reply, "model", "") or model),
+        stop=stop if isinstance(stop, str) and stop != "stop" else "",
     )
 
 
@@ -512,3 +740,4 @@ register("offline", OfflineBackend)
 register("mock", MockBackend, listed=False)  # tests only: not offered in help or errors
 register("anthropic", AnthropicBackend)
 register("claude-cli", ClaudeCliBackend)
+register("openai", OpenAIBackend)

@@ -5,9 +5,10 @@ Computed for the viewer, from their entries only (with walls, only their scopes)
 - counts, and the entries **recorded** in the period (by their ``write`` line in log.md, so an
   import of old records shows as new on the day it happened), by domain and type;
 - what those entries superseded;
-- open incidents: an incident is open until a later entry supersedes it or lists it in its
-  ``sources`` (generated syntheses do not close one: summarising an incident does not resolve it);
+- open incidents: an incident is open until an entry supersedes it or says it resolves it
+  (``resolves``); citing it in ``sources`` does not close it, and no generated entry closes one;
 - the new decisions with the alternatives they rejected;
+- forked decisions: an entry two writers superseded, each line still current;
 - consolidator failures recorded in the period (synthesis-failures.md);
 - LLM calls and tokens over the period (``.llm-wiki/llm-calls.jsonl``).
 
@@ -33,7 +34,7 @@ import llm_wiki.backends as backends
 import llm_wiki.clock as clock
 import llm_wiki.store as store
 from llm_wiki.access import Viewer, scope_field, walls_on
-from llm_wiki.catalog import Catalog, Row, read_catalog
+from llm_wiki.catalog import Catalog, Fork, Row, read_catalog
 from llm_wiki.citations import (
     CitationProblem,
     Evidence,
@@ -179,6 +180,20 @@ class Briefing:
     error: str | None = None  # the backend failed while writing the narrative
     backend: str = ""  # the backend asked for the narrative (offline: none is written)
     backend_source: str = ""  # where its name came from (set by the Session)
+    forks: tuple[Fork, ...] = ()  # entries superseded along lines that never met again
+
+    @property
+    def llm_outcome(self) -> dict[str, int]:
+        """The narrative's call: ok when written, failed when the call failed or its reply was
+        dropped; no call, no count."""
+        asked = self.error is not None or self.narrative.status in ("written", "dropped")
+        ok = int(self.narrative.status == "written")
+        return {"ok": ok, "failed": int(asked and not ok)}
+
+    @property
+    def llm_all_failed(self) -> bool:
+        """The LLM was asked for the narrative and it could not be used (the command exits 1)."""
+        return self.llm_outcome["failed"] > 0
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -202,6 +217,15 @@ class Briefing:
             "error": self.error,
             "backend": self.backend,
             "backend_source": self.backend_source or None,
+            "llm_outcome": self.llm_outcome,
+            "forks": [
+                {
+                    "id": f.old.id,
+                    "summary": f.old.summary,
+                    "heads": [Item.of(h).to_dict() for h in f.heads],
+                }
+                for f in self.forks
+            ],
         }
 
     def markdown(self) -> str:
@@ -245,11 +269,15 @@ def brief(
     with read_catalog(wiki) as catalog:
         stats = entry_stats(wiki, catalog, viewer)
         new_rows = _rows_by_ids(catalog, viewer, written)
+        extractive = catalog.extractive(viewer)  # offline boilerplate: counted, not listed
         replaced_ids = [old for r in new_rows for old in r.supersedes]
         replaced = {r.id: r for r in _rows_by_ids(catalog, viewer, replaced_ids)}
         incidents, open_total = _open_incidents(catalog, viewer)
+        forks = catalog.forks(viewer)
+    superseded, syntheses_replaced = _replacements([Item.of(r) for r in new_rows], replaced)
+    left_out = sum(1 for r in new_rows if r.id in extractive)
+    new_rows = [r for r in new_rows if r.id not in extractive]
     new = [Item.of(r) for r in new_rows]
-    superseded, syntheses_replaced = _replacements(new, replaced)
     scopes = _scopes(viewer, stats.by_scope)
     failures = [
         f
@@ -264,6 +292,7 @@ def brief(
         "by_type": stats.by_type,
         "new": len(new),
         "new_by_type": _count(i.type for i in new),
+        "extractive_syntheses": left_out,
         "open_incidents": open_total,
         "failures": len(failures),
         "domains": len(stats.by_domain),
@@ -291,6 +320,7 @@ def brief(
         narrative=narrative,
         error=error,
         backend=llm.name,
+        forks=tuple(forks),
     )
 
 
@@ -313,9 +343,12 @@ def _rows_by_ids(catalog: Catalog, viewer: Viewer, ids: Sequence[str]) -> list[R
 
 
 def _open_incidents(catalog: Catalog, viewer: Viewer) -> tuple[list[Item], int]:
-    """Incidents not superseded and not listed in a later (non-generated) entry's sources."""
-    cited = catalog.cited(viewer, generated=False)
-    rows = [r for r in catalog.rows(viewer, type="incident", status="active") if r.id not in cited]
+    """Incidents not superseded and not named in the ``resolves`` of an entry no LLM wrote.
+    Being cited (a reflection listing it in ``sources``) does not close one."""
+    resolved = catalog.resolved(viewer)
+    rows = [
+        r for r in catalog.rows(viewer, type="incident", status="active") if r.id not in resolved
+    ]
     return [Item.of(r) for r in rows[:LIST_CAP]], len(rows)
 
 
@@ -373,6 +406,9 @@ def _narrative(
         return Narrative("none", note="no narrative: nothing new was recorded"), None
 
     budget = int(wiki.settings.get("brief.narrative_budget_tokens", NARRATIVE_BUDGET))
+    room = backends.limits(wiki, llm).prompt_room(NARRATIVE_MAX_TOKENS)
+    room -= backends.estimate_tokens(render_prompt("brief_system.j2")) + 200  # the template
+    budget = max(200, min(budget, room))  # within the model's context window
     blocks: list[str] = []
     evidence: dict[str, Evidence] = {}
     used = 0

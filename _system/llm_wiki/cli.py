@@ -16,7 +16,7 @@ from typing import Any, TypeVar
 
 import click
 
-from llm_wiki.errors import InvalidInput, WikiError
+from llm_wiki.errors import InvalidInput, WikiError, storage_failure
 from llm_wiki.version import __version__
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -63,10 +63,19 @@ def _one_line(exc: click.UsageError) -> click.UsageError:
     return _UsageError(f"{text.rstrip('.')}; see `{where} --help`.", exc.ctx)
 
 
+MAX_ARGS = 5_000  # click's parser takes quadratic time in the number of arguments
+
+
 class _OneLineErrors:
     """Parse errors (bad flags, missing arguments) as one line on stderr, exit 2."""
 
     def make_context(self, *args: Any, **kwargs: Any) -> click.Context:
+        argv = args[1] if len(args) > 1 else kwargs.get("args", ())
+        if len(argv) > MAX_ARGS:
+            raise _UsageError(
+                f"{len(argv)} command-line arguments, over {MAX_ARGS}; put the entry in a file "
+                "and pass --from FILE."
+            )
         try:
             return super().make_context(*args, **kwargs)  # type: ignore[misc]
         except click.UsageError as exc:
@@ -178,10 +187,16 @@ class _Group(_Verbosity, _OneLineErrors, _ExampleHelp, click.Group):
         except WikiError as exc:
             click.echo(f"Error: {exc.message}", err=True)
             ctx.exit(exc.exit_code)
-        except click.UsageError as exc:  # an unknown command
-            raise _one_line(exc) from None
         except BrokenPipeError:  # `llm-wiki list | head`
             sys.stderr.close()
+            ctx.exit(1)
+        except click.UsageError as exc:  # an unknown command
+            raise _one_line(exc) from None
+        except Exception as exc:  # a full disk, a read-only folder, a file-size limit: not a bug
+            failure = storage_failure(exc)
+            if failure is None:
+                raise
+            click.echo(f"Error: {failure.message}", err=True)
             ctx.exit(1)
 
 
@@ -330,6 +345,12 @@ def wiki_init(path: str | None, as_json: bool, wiki_path: str | None) -> None:
     "--supersedes", multiple=True, metavar="ID", help="An entry this one replaces (repeatable)."
 )
 @click.option(
+    "--resolves",
+    multiple=True,
+    metavar="ID",
+    help="An incident this entry resolves, which closes it (repeatable).",
+)
+@click.option(
     "--alt",
     multiple=True,
     metavar='"ID: REASON"',
@@ -369,6 +390,7 @@ def entry_write(
     tag: tuple[str, ...],
     actor: tuple[str, ...],
     supersedes: tuple[str, ...],
+    resolves: tuple[str, ...],
     alt: tuple[str, ...],
     alias: tuple[str, ...],
     question: tuple[str, ...],
@@ -400,14 +422,17 @@ def entry_write(
 
     if body is not None and body_file is not None:
         raise InvalidInput("give --body or --body-file, not both.")
+    session = _session(wiki_path, reader)
+    schema = session.wiki.schema
     base: dict[str, Any] = {}
     if from_file is not None:
-        base = load_draft(_read_input(from_file, "--from"), f"--from {from_file}")
+        text = _read_input(from_file, "--from", schema.max_input_bytes)
+        base = load_draft(text, f"--from {from_file}", limits=schema.yaml_limits)
         if entry_id is None and base.get("id"):
             entry_id = str(base["id"])
     if body_file is not None:
-        body = _read_input(body_file, "--body-file")
-    result = _session(wiki_path, reader).write(
+        body = _read_input(body_file, "--body-file", schema.max_input_bytes)
+    result = session.write(
         base,
         type=type_,
         domain=domain,
@@ -415,6 +440,7 @@ def entry_write(
         tags=tag,
         actors=actor,
         supersedes=supersedes,
+        resolves=resolves,
         alternatives=alt,
         aliases=alias,
         questions=question,
@@ -440,17 +466,23 @@ def entry_write(
         click.echo(f"  {result.path}")
 
 
-def _read_input(name: str, flag: str) -> str:
+def _read_input(name: str, flag: str, cap: int) -> str:
+    """A file's (or stdin's) text, read no further than ``cap`` bytes (``--from /dev/zero``)."""
     from llm_wiki.entries import decode_text  # deferred: start-up
 
     try:
         if name == "-":
-            raw = sys.stdin.buffer.read()
+            raw = sys.stdin.buffer.read(cap + 1)
         else:
             with open(name, "rb") as fh:
-                raw = fh.read()
+                raw = fh.read(cap + 1)
     except OSError as exc:
         raise InvalidInput(f"{flag} {name}: {exc.strerror}; check the path.") from None
+    if len(raw) > cap:
+        raise InvalidInput(
+            f"{flag} {name} is over {cap} bytes (schema.md limits.max_input_bytes); write a "
+            "shorter entry, and store big sources with `llm-wiki ingest`."
+        )
     return decode_text(raw, f"{flag} {name}")
 
 
@@ -561,9 +593,16 @@ def _short(text: str, limit: int = 110) -> str:
     is_flag=True,
     help="Exit 1 if INDEX.md, index/ or the catalog is stale; write nothing.",
 )
+@click.option(
+    "--full",
+    is_flag=True,
+    help="Drop the catalog and build it again from every file (after a hand edit of it).",
+)
 @_json_option
 @_wiki_options
-def index_build(check: bool, as_json: bool, wiki_path: str | None, reader: str | None) -> None:
+def index_build(
+    check: bool, full: bool, as_json: bool, wiki_path: str | None, reader: str | None
+) -> None:
     """Rebuild the catalog, INDEX.md and index/ from the entries (only changed files re-parsed).
 
     With walls (access.yaml) the index files are written per scope, under indexes/<scope>/. It
@@ -573,13 +612,17 @@ def index_build(check: bool, as_json: bool, wiki_path: str | None, reader: str |
 
         llm-wiki index
         llm-wiki index --check
+        llm-wiki index --full
     """
-    result = _session(wiki_path, reader).index(check=check, progress=_progress(as_json))
+    result = _session(wiki_path, reader).index(check=check, full=full, progress=_progress(as_json))
     if as_json:
         _print_json(result.to_dict())
     elif check:
         if result.stale:
-            click.echo("Stale (run `llm-wiki index`): " + ", ".join(result.stale))
+            # A catalog that differs from its files may have been edited by hand, which a scan
+            # (that trusts unchanged folders) would not undo.
+            how = "index --full" if ".llm-wiki/catalog.sqlite3" in result.stale else "index"
+            click.echo(f"Stale (run `llm-wiki {how}`): " + ", ".join(result.stale))
         else:
             click.echo(f"Index is up to date ({_n(result.entries, 'entry', 'entries')}).")
     else:
@@ -587,6 +630,12 @@ def index_build(check: bool, as_json: bool, wiki_path: str | None, reader: str |
             f"Indexed {_n(result.entries, 'entry', 'entries')} (re-parsed {result.parsed}, "
             f"dropped {result.removed}); wrote {_n(len(result.written), 'index file')}."
         )
+        if result.vectors:
+            v = result.vectors
+            click.echo(
+                f"Entry vectors: {v['vectors']:,} (embedded {v['embedded']:,} in "
+                f"{v['embed_cpu_seconds']:.1f} s CPU, kept {v['kept']:,})."
+            )
     for path, message in result.problems:
         _note(f"warning: {path}: unreadable entry skipped: {message}")
     if check and result.stale:
@@ -728,6 +777,15 @@ def _print_stats(stats: Any) -> None:
             click.echo(f"  by {title}: " + ", ".join(f"{k} {v}" for k, v in counts.items()))
     if stats.archived:
         click.echo(f"  archived: {stats.archived}")
+    ranking = stats.extra.get("ranking") or {}
+    if ranking:
+        vectors = ""
+        if ranking.get("semantic"):
+            missing = ranking.get("vectors_missing") or 0
+            vectors = f" ({ranking['vectors']:,} entry vectors" + (
+                f", {missing:,} still to embed: run `llm-wiki index`)" if missing else ")"
+            )
+        click.echo(f"  ranking: {ranking['reason']}{vectors}")
     llm = stats.extra.get("llm") or {}
     if llm.get("calls"):
         failed = f" ({llm['failed']} failed)" if llm.get("failed") else ""
@@ -747,6 +805,20 @@ def _print_stats(stats: Any) -> None:
                     for k, v in groups.items()
                 )
             )
+        for name, v in llm.get("by_model", {}).items():
+            window = f"{v['context_window']:,}-token window" if v["context_window"] else "window ?"
+            click.echo(
+                f"    {name}: {v['calls']} calls, {window}, replies up to {v['max_tokens']:,} tokens"
+            )
+    limits = llm.get("limits")
+    if limits and "error" in limits:
+        click.echo(f"  model limits: {limits['error']}")
+    elif limits:
+        click.echo(
+            f"  model limits ({limits['backend']}/{limits['model']}, from {limits['source']}): "
+            f"{limits['context_window']:,}-token context window, replies up to "
+            f"{limits['max_output']:,} tokens"
+        )
 
 
 # ---- consolidate
@@ -771,9 +843,10 @@ def _print_stats(stats: Any) -> None:
     help="Tokens this run may spend; default settings.yaml consolidate.max_tokens.",
 )
 @click.option(
-    "--verify-with-llm",
-    is_flag=True,
-    help="A second call checks that each statement is supported by its citations.",
+    "--verify-with-llm/--no-verify-with-llm",
+    default=None,
+    help="A second call checks that each statement is supported by its citations (with an "
+    "LLM backend, on unless settings.yaml consolidate.verify_with_llm is false).",
 )
 @click.option(
     "--dry-run", is_flag=True, help="Show what would be done and its cost; call and write nothing."
@@ -786,7 +859,7 @@ def wiki_consolidate(
     all_domains: bool,
     max_calls: int | None,
     max_tokens: int | None,
-    verify_with_llm: bool,
+    verify_with_llm: bool | None,
     dry_run: bool,
     backend: str | None,
     model: str | None,
@@ -814,7 +887,7 @@ def wiki_consolidate(
         max_calls=max_calls,
         max_tokens=max_tokens,
         dry_run=dry_run,
-        verify_with_llm=True if verify_with_llm else None,
+        verify_with_llm=verify_with_llm,
         backend=backend,
         model=model,
         progress=_progress(as_json),
@@ -825,6 +898,17 @@ def wiki_consolidate(
         _print_consolidate(result, dry_run)
     if result.error:
         raise WikiError(f"{result.error}; the domains left wait for the next run.")
+    if result.llm_all_failed:
+        raise WikiError(
+            f"every domain the LLM worked on failed ({_n(result.count('failed'), 'domain')}, "
+            f"{result.llm_failed} of {result.llm_ok + result.llm_failed} LLM replies unusable; "
+            "recorded in synthesis-failures.md); try a larger model, or --backend offline."
+        )
+    if result.all_failed:
+        raise WikiError(
+            f"every domain failed ({_n(len(result.domains), 'domain', 'domains')}, nothing "
+            "written); see synthesis-failures.md for why, they are tried again next run."
+        )
 
 
 def _print_consolidate(result: Any, dry_run: bool) -> None:
@@ -846,6 +930,12 @@ def _print_consolidate(result: Any, dry_run: bool) -> None:
         f"{_n(result.calls, 'LLM call')}, {result.tokens:,} tokens"
         + (" (estimated)." if dry_run else ".")
     )
+    if result.verify_calls:
+        click.echo(
+            f"Of these, checking statements against their citations took "
+            f"{_n(result.verify_calls, 'call')}, {result.verify_tokens:,} tokens "
+            "(settings.yaml consolidate.verify_with_llm: false turns it off)."
+        )
 
 
 def _n(count: int, word: str, plural: str = "") -> str:
@@ -1057,7 +1147,7 @@ def wiki_query(
     Example usage:
 
     \b
-        llm-wiki query "Which database holds the ledger, and why?"
+        llm-wiki query "Which database holds the ledger now, and why?"
         llm-wiki query "Why SQS?" --backend anthropic --json
         llm-wiki query "How do we deploy?" --backend claude-cli --file-back
     """
@@ -1072,10 +1162,32 @@ def wiki_query(
         _print_json(answer.to_dict())
     else:
         _print_answer(answer)
+    if answer.llm_all_failed:  # printed what it could; no reply of the LLM's was usable
+        why = f"; its answer was not used: {answer.rejected}" if answer.rejected else ""
+        click.echo(
+            f"Error: no reply of the LLM's was usable (its pick named no entry it was shown{why}); "
+            "the answer is extractive. Try a larger model, or --backend offline.",
+            err=True,
+        )
+        sys.exit(1)
+
+
+PICKED_BY = {
+    "llm": "the LLM",
+    "ranker": "the ranker",
+    "none": "nothing (no entry was opened)",
+}
 
 
 def _print_answer(answer: Any) -> None:
     click.echo(answer.answer)
+    if answer.backend != "offline" or answer.picked_by != "ranker":
+        note = PICKED_BY.get(answer.picked_by, answer.picked_by)
+        if answer.picked_by == "ranker" and answer.backend != "offline":
+            note += " (the LLM's pick was not usable)"
+        click.echo(f"\nPicked by: {note}.")
+    if answer.rejected:
+        click.echo(f"The LLM's answer was not used: {answer.rejected}.")
     if answer.flagged:
         click.echo(
             "\nWarning: cited but not among the opened entries (unchecked): "
@@ -1300,12 +1412,20 @@ def wiki_ingest(
         _print_json(result.to_dict())
     else:
         _print_ingest(result)
+    if result.llm_all_failed:
+        click.echo(
+            f"Error: every entry the LLM proposed failed the checks ({len(result.rejected)} "
+            "rejected, none written); read the reasons above, or try a larger model.",
+            err=True,
+        )
+        sys.exit(1)
 
 
 def _print_inbox(batch: Any) -> None:
     for item in batch.items:
         if item.result is not None:
-            click.echo(f"{item.name}: {_ingest_line(item.result)}")
+            failed = f" Failed: {item.detail}." if item.status == "failed" else ""
+            click.echo(f"{item.name}: {_ingest_line(item.result)}{failed}")
         else:
             click.echo(f"{item.name}: {item.status}" + (f" ({item.detail})" if item.detail else ""))
     click.echo(f"{_n(len(batch.items), 'file')} in {batch.folder}.")
@@ -1401,7 +1521,8 @@ def wiki_brief(
         else:
             for item in saved.saved:
                 click.echo(f"Wrote {item.path}")
-        errors = [s.briefing.error for s in saved.saved if s.briefing.error]
+        errors = [_brief_failure(s.briefing) for s in saved.saved]
+        errors = [e for e in errors if e]
     else:
         result = session.brief(days=days, backend=backend, model=model)
         text = (
@@ -1418,9 +1539,16 @@ def wiki_brief(
 
             atomic_write(Path(out).expanduser(), text)
             _note(f"Wrote {out}")
-        errors = [result.error] if result.error else []
+        errors = [e for e in [_brief_failure(result)] if e]
     if errors:
         raise WikiError(f"{errors[0]}; the briefing says so and has no narrative.")
+
+
+def _brief_failure(briefing: Any) -> str:
+    """Why the LLM's narrative could not be used ("" when it could, or was not asked for)."""
+    if briefing.error:
+        return str(briefing.error)
+    return str(briefing.narrative.note) if briefing.llm_all_failed else ""
 
 
 @cli.group(name="schedule", cls=_Group)
@@ -1860,7 +1988,148 @@ def wiki_mcp(wiki_path: str | None, reader: str | None) -> None:
     serve(_session(wiki_path, reader))
 
 
+@cli.command(name="serve")
+@click.option(
+    "--host",
+    default="127.0.0.1",
+    show_default=True,
+    metavar="ADDRESS",
+    help="Where to listen; any address but loopback needs walls (access.yaml) and tokens.",
+)
+@click.option(
+    "--port",
+    type=click.IntRange(0, 65535),
+    default=8765,
+    show_default=True,
+    help="0: any free one.",
+)
+@click.option(
+    "--allow-host",
+    "allow_hosts",
+    multiple=True,
+    metavar="NAME",
+    help="A Host name a TLS reverse proxy passes on (repeatable), e.g. wiki.example.com.",
+)
+@_wiki_options
+def wiki_serve(
+    host: str, port: int, allow_hosts: tuple[str, ...], wiki_path: str | None, reader: str | None
+) -> None:
+    """Serve the team: MCP over HTTP at /mcp, the site and sign-in, one token per reader.
+
+    Every request proves its reader with a token (`llm-wiki token add`): MCP clients send it as
+    `Authorization: Bearer TOKEN`, a browser signs in at /login. Each reader sees only what
+    access.yaml lets it read; revoking a token or editing access.yaml holds on the next request.
+    The access log (stderr) names readers, never tokens. Runs until Ctrl-C.
+
+    Example usage:
+
+    \b
+        llm-wiki serve
+        llm-wiki serve --port 9000
+        claude mcp add --transport http llm-wiki http://127.0.0.1:8765/mcp --header "Authorization: Bearer $TOKEN"
+    """
+    from llm_wiki.server import serve  # deferred: the MCP SDK and uvicorn
+
+    serve(
+        _session(wiki_path, reader),
+        host=host,
+        port=port,
+        allow_hosts=allow_hosts,
+        on_start=lambda url: click.echo(
+            f"Serving {url} (MCP at {url}mcp, sign in at {url}login; Ctrl-C to stop)", err=True
+        ),
+    )
+
+
+@cli.group(name="token", cls=_Group)
+def token_group() -> None:
+    """Tokens for `llm-wiki serve`, one per reader: add, list, revoke.
+
+    The wiki keeps only each token's hash (access-tokens.json beside access.yaml, mode 0600).
+
+    Example usage:
+
+        llm-wiki token add alice
+        llm-wiki token list
+        llm-wiki token revoke alice
+    """
+
+
+@token_group.command(name="add")
+@click.argument("name", metavar="READER")
+@click.option("--rotate", is_flag=True, help="Replace the token the reader has.")
+@_json_option
+@_wiki_options
+def token_add(
+    name: str, rotate: bool, as_json: bool, wiki_path: str | None, reader: str | None
+) -> None:
+    """Issue a token for READER and print it once (it cannot be shown again).
+
+    Under walls READER must be in access.yaml. Run it without --as, or as an admin.
+
+    Example usage:
+
+        llm-wiki token add bob
+        llm-wiki token add bob --rotate --json
+    """
+    issued = _session(wiki_path, reader).add_token(name, rotate=rotate)
+    if as_json:
+        _print_json(issued.to_dict())
+        return
+    click.echo(issued.token)
+    click.echo(
+        f"Token {issued.record.id} for {issued.record.reader}: shown once, keep it secret "
+        "(MCP: Authorization: Bearer TOKEN; a browser: /login).",
+        err=True,
+    )
+
+
+@token_group.command(name="list")
+@_json_option
+@_wiki_options
+def token_list(as_json: bool, wiki_path: str | None, reader: str | None) -> None:
+    """The tokens issued: reader, id, when created and when last used (never a token).
+
+    Example usage:
+
+        llm-wiki token list
+    """
+    tokens = _session(wiki_path, reader).tokens()
+    if as_json:
+        _print_json({"tokens": [t.to_dict() for t in tokens]})
+        return
+    for t in tokens:
+        click.echo(
+            f"{t.reader:<16} {t.id}  created {t.created}  last used {t.last_used or 'never'}"
+        )
+    if not tokens:
+        click.echo("No tokens yet; issue one with `llm-wiki token add READER`.")
+
+
+@token_group.command(name="revoke")
+@click.argument("who", metavar="READER|ID")
+@_json_option
+@_wiki_options
+def token_revoke(who: str, as_json: bool, wiki_path: str | None, reader: str | None) -> None:
+    """Revoke a reader's token (or the token with that id); the server refuses it at once.
+
+    Example usage:
+
+        llm-wiki token revoke bob
+    """
+    gone = _session(wiki_path, reader).revoke_token(who)
+    if as_json:
+        _print_json({"revoked": [t.to_dict() for t in gone]})
+        return
+    for t in gone:
+        click.echo(f"Revoked token {t.id} of {t.reader}.")
+
+
 def main() -> None:
+    import signal  # deferred: start-up (only the real command line needs it)
+
+    if hasattr(signal, "SIGXFSZ"):  # a file-size limit (ulimit -f): an error, not a kill
+        signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
     cli(prog_name="llm-wiki")
 
 

@@ -19,6 +19,11 @@ budget (``--max-calls``, ``--max-tokens``):
 - a passing synthesis is written through :func:`write.write_entry` as ``type: synthesis``,
   ``origin: consolidated``, citing its sources and superseding the previous synthesis.
 
+The chunk size and the previous synthesis shown as context shrink to fit the model's context
+window after its reply (:func:`llm_wiki.backends.limits`); a prompt that still does not fit (a
+repair quoting a long reply) fails that domain, recorded, without stopping the run. The result
+counts the calls whose reply passed the checks (``llm_outcome``).
+
 How a large domain is cut into chunks, and how their notes are cached: :mod:`llm_wiki.chunking`.
 """
 
@@ -61,6 +66,7 @@ FINGERPRINT_FIELD = "input_fingerprint"
 SKIP_OP = "consolidate-skip"
 PREVIOUS_CHARS = 4000  # of the previous synthesis shown as context
 MAX_NOTES = 12  # statements per chunk
+TEMPLATE_TOKENS = 300  # the prompt templates' own words, around the entries
 OUT_TOKENS = {"final": 4096, "chunk": 2048, "verify": 1024}
 DEFAULTS = {
     "max_calls": 40,
@@ -68,7 +74,7 @@ DEFAULTS = {
     "chunk_tokens": 6000,
     "retries": 1,
     "retry_wait_seconds": 2,
-    "verify_with_llm": False,
+    "verify_with_llm": True,  # with an LLM backend: the lexical check cannot see a wrong claim
 }
 
 
@@ -95,11 +101,11 @@ class DomainState:
 
     def out_of_date(self, *, llm: bool) -> str | None:
         """Why this domain needs work, or None when it is up to date."""
+        if self.fingerprint == self.skipped:
+            return None  # the LLM saw exactly this input and answered SKIP: asking again costs
         if self.fingerprint == self.recorded:
             if llm and self.method == "extractive":
                 return "its synthesis is extractive and an LLM backend is configured"
-            return None
-        if self.fingerprint == self.skipped:
             return None
         if not self.current:
             return "no synthesis yet"
@@ -216,6 +222,8 @@ class DomainResult:
     statements: int = 0
     check_ms: float = 0.0
     problems: tuple[CitationProblem, ...] = ()  # why it failed, statement by statement
+    verify_calls: int = 0  # of calls and tokens, those the LLM verification added
+    verify_tokens: int = 0
 
     def to_dict(self) -> dict[str, Any]:
         data = dataclasses.asdict(self)
@@ -239,9 +247,32 @@ class ConsolidateResult:
     up_to_date: int
     error: str | None = None  # the backend failed: the run stopped
     backend_source: str = ""  # where the backend's name came from (set by the Session)
+    llm_ok: int = 0  # LLM calls whose reply passed the checks
+    llm_failed: int = 0  # LLM calls that failed or whose reply did not pass
+    limits: dict[str, Any] = field(default_factory=dict)  # the model's limits and chunk size used
+    verify_with_llm: bool = False  # a second call checked each statement against its citations
+
+    @property
+    def verify_calls(self) -> int:
+        return sum(d.verify_calls for d in self.domains)
+
+    @property
+    def verify_tokens(self) -> int:
+        return sum(d.verify_tokens for d in self.domains)
 
     def count(self, status: str) -> int:
         return sum(1 for d in self.domains if d.status == status)
+
+    @property
+    def llm_all_failed(self) -> bool:
+        """The LLM was asked and every domain it worked on failed (the command exits 1)."""
+        done = self.count("written") + self.count("skipped")
+        return self.method == "llm" and self.count("failed") > 0 and done == 0
+
+    @property
+    def all_failed(self) -> bool:
+        """Every domain worked on failed its checks: the run did nothing, and must say so."""
+        return bool(self.domains) and self.count("failed") == len(self.domains)
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -255,6 +286,13 @@ class ConsolidateResult:
             "tokens": self.tokens,
             "up_to_date": self.up_to_date,
             "error": self.error,
+            "llm_outcome": {"ok": self.llm_ok, "failed": self.llm_failed},
+            "limits": self.limits,
+            "verify": {
+                "with_llm": self.verify_with_llm,
+                "calls": self.verify_calls,
+                "tokens": self.verify_tokens,
+            },
             "domains": [d.to_dict() for d in self.domains],
         }
 
@@ -384,6 +422,8 @@ class _Tally:
     check_s: float = 0.0
     chunks: int = 0
     cached: int = 0
+    verify_calls: int = 0  # of the calls and tokens above, those the LLM verification added
+    verify_tokens: int = 0
 
 
 @dataclass(frozen=True)
@@ -441,8 +481,28 @@ class _Run:
         self.dry_run = dry_run
         self.force = force
         self.chunk_tokens = max(200, int(settings["chunk_tokens"]))
+        self.previous_chars = PREVIOUS_CHARS
         self.system = render_prompt("consolidate_system.j2") if backend.is_llm else ""
         self.error: str | None = None  # set when the backend fails: the run stops
+        self.ok = self.failed = 0  # LLM calls whose reply passed / did not
+        self.limits: dict[str, Any] = {}
+        if backend.is_llm:
+            self._fit_to(backends.limits(wiki, backend))
+
+    def _fit_to(self, fit: backends.Limits) -> None:
+        """Shrink the chunk size and the previous synthesis's excerpt so that the largest prompt
+        (the final call: system, template, previous synthesis, entries) leaves room for its
+        reply in the model's context window."""
+        room = fit.prompt_room(OUT_TOKENS["final"]) - backends.estimate_tokens(self.system)
+        room -= TEMPLATE_TOKENS
+        self.previous_chars = min(PREVIOUS_CHARS, max(0, room // 4) * 3)  # a quarter at most
+        self.chunk_tokens = max(200, min(self.chunk_tokens, room - self.previous_chars // 3))
+        self.limits = {
+            **fit.to_dict(),
+            "chunk_tokens": self.chunk_tokens,
+            "previous_chars": self.previous_chars,
+            "reply_tokens": {k: fit.reply_tokens(v) for k, v in OUT_TOKENS.items()},
+        }
 
     # -- the whole run
     def execute(self, selection: _Selection) -> ConsolidateResult:
@@ -468,6 +528,10 @@ class _Run:
             domains=tuple(results),
             up_to_date=len(selection.up_to_date),
             error=self.error,
+            llm_ok=self.ok,
+            llm_failed=self.failed,
+            limits=self.limits,
+            verify_with_llm=self.verify and self.backend.is_llm,
         )
 
     def _result(
@@ -480,6 +544,8 @@ class _Run:
                 cached_chunks=tally.cached,
                 calls=tally.calls,
                 tokens=tally.tokens,
+                verify_calls=tally.verify_calls,
+                verify_tokens=tally.verify_tokens,
             )
         return DomainResult(state.scope, state.domain, status, reason, len(state.evidence), **kw)
 
@@ -608,7 +674,7 @@ class _Run:
     def _synthesise(self, work: _Domain) -> Reply | None:
         ids = [e.id for e in work.entries]
         total = sum(backends.estimate_tokens(work.blocks[i]) for i in ids)
-        previous = _previous_text(work.previous)
+        previous = _previous_text(work.previous, self.previous_chars)
         if total <= self.chunk_tokens:
             work.tally.chunks = 1
             prompt = render_prompt(
@@ -698,14 +764,21 @@ class _Run:
         text = self._call(work, purpose, prompt, kind)
         reply, problems = self._judge(work, text, check, kind)
         if not problems:
+            self.ok += 1
             return reply
+        self.failed += 1
         repair = render_prompt(
             "consolidate_repair.j2", prompt=prompt, reply=text.strip(), problems=problems
         )
-        text = self._call(work, "consolidate-repair", repair, kind)
+        try:
+            text = self._call(work, "consolidate-repair", repair, kind)
+        except _Failed as exc:  # the repair does not fit the window: the first reasons stand
+            raise _Failed([*problems, *exc.problems], attempts=1) from None
         reply, problems = self._judge(work, text, check, kind)
         if problems:
+            self.failed += 1
             raise _Failed(problems, attempts=2)
+        self.ok += 1
         return reply
 
     def _judge(
@@ -737,6 +810,20 @@ class _Run:
         """One completion within the budget; transport faults are retried, then _BackendDown."""
         out = OUT_TOKENS[kind]
         cost = backends.estimate_tokens(self.system + prompt) + out
+        fit = backends.limits(self.wiki, self.backend)
+        if fit.context_window - (cost - out) - backends.PROMPT_MARGIN < backends.MIN_REPLY:
+            self.failed += 1  # never sent: counted as failed LLM work
+            raise _Failed(
+                [
+                    CitationProblem(
+                        "too-long",
+                        "",
+                        f"the {purpose} prompt (about {cost - out} tokens) does not fit the "
+                        f"{fit.context_window}-token context window of {self.backend.model}",
+                    )
+                ],
+                attempts=1,
+            )
         attempts = 1 + max(0, int(self.settings["retries"]))
         for attempt in range(1, attempts + 1):
             if not self.budget.fits(cost):
@@ -755,10 +842,12 @@ class _Run:
                 )
             except BackendUnavailable as exc:
                 self._spend(work, cost - out)
+                self.failed += 1
                 raise _BackendDown(exc.message) from None
             except BackendFailed as exc:
                 self._spend(work, cost - out)
                 if attempt == attempts:
+                    self.failed += 1
                     raise _BackendDown(f"{exc.message} (after {attempts} attempts)") from None
                 time.sleep(float(self.settings["retry_wait_seconds"]) * attempt)
                 continue
@@ -841,7 +930,12 @@ class _Run:
             statements=[(n, s.text, s.cites) for n, s in batch],
             blocks=[work.blocks[i] for i in ids if i in work.blocks],
         )
-        text = self._call(work, "consolidate-verify", prompt, "verify")
+        calls, tokens = work.tally.calls, work.tally.tokens
+        try:
+            text = self._call(work, "consolidate-verify", prompt, "verify")
+        finally:
+            work.tally.verify_calls += work.tally.calls - calls
+            work.tally.verify_tokens += work.tally.tokens - tokens
         by_number = dict(batch)
         try:
             data = json_object(text)
@@ -862,8 +956,10 @@ class _Run:
                         f"citations: {reason or 'no reason given'}",
                     )
                 )
+            self.ok += 1
             return problems
         except (ValueError, TypeError) as exc:
+            self.failed += 1
             return [
                 CitationProblem(
                     "unverified", "", f"the verifying call gave no usable verdict ({exc})"
@@ -925,11 +1021,11 @@ def synthesis_body(reply: Reply, state: DomainState, method: str, backend: backe
     return "\n".join(lines)
 
 
-def _previous_text(previous: Entry | None) -> str:
-    if previous is None:
+def _previous_text(previous: Entry | None, limit: int = PREVIOUS_CHARS) -> str:
+    if previous is None or limit <= 0:
         return ""
     text = f"{previous.summary}\n\n{previous.body}".strip()
-    return text if len(text) <= PREVIOUS_CHARS else text[: PREVIOUS_CHARS - 1] + "…"
+    return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
 # --------------------------------------------------------------------------- replies

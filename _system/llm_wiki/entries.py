@@ -55,6 +55,9 @@ RELATION_INVERSE = {
 RELATION_INVERSE.update({v: k for k, v in list(RELATION_INVERSE.items())})
 RELATION_KINDS = tuple(sorted(RELATION_INVERSE))
 MAX_BODY_BYTES = 1024 * 1024
+MAX_TEXT_CHARS = 500  # each tag, actor, alias, question, source, alternative id and reason
+MAX_LIST_ITEMS = 100  # each list field, alternatives_considered included
+MAX_INPUT_BYTES = 2 * 1024 * 1024  # a --from file or stdin is read no further
 
 # Frontmatter order: fixed, so dumps are stable and diffs are readable.
 SCALAR_FIELDS = (
@@ -68,7 +71,7 @@ SCALAR_FIELDS = (
     "scope",
     "origin",
 )
-LIST_FIELDS = ("actors", "tags", "supersedes", "aliases", "questions", "sources")
+LIST_FIELDS = ("actors", "tags", "supersedes", "resolves", "aliases", "questions", "sources")
 KEY_ORDER = (
     "id",
     "type",
@@ -81,6 +84,7 @@ KEY_ORDER = (
     "summary",
     "status",
     "supersedes",
+    "resolves",
     "relates",
     "alternatives_considered",
     "aliases",
@@ -91,7 +95,7 @@ KEY_ORDER = (
 )
 KNOWN_FIELDS = frozenset(KEY_ORDER)
 # Written only when they hold something, so entries from before they existed dump as they were.
-OPTIONAL_FIELDS = frozenset({"date_source", "roles", "relates"})
+OPTIONAL_FIELDS = frozenset({"date_source", "roles", "relates", "resolves"})
 
 # \Z, not $: "$" also matches before a trailing newline, and these names become file names and
 # log.md fields.
@@ -128,6 +132,7 @@ class Entry:
     actors: tuple[str, ...] = ()
     tags: tuple[str, ...] = ()
     supersedes: tuple[str, ...] = ()
+    resolves: tuple[str, ...] = ()  # incidents this entry says it resolves (closes)
     alternatives_considered: tuple[Alternative, ...] = ()
     date_source: str = ""  # empty: the writer's own date (see DATE_SOURCES)
     roles: tuple[tuple[str, tuple[str, ...]], ...] = ()  # (role, actors), roles in ROLES order
@@ -318,30 +323,583 @@ def split_frontmatter(text: str) -> tuple[str, str]:
 _CLOSE_RE = re.compile(r"\n---[ \t]*(?:\r?\n|$)")
 
 
-def load_yaml(text: str, what: str) -> Any:
-    """Parse YAML with the C safe loader (PyYAML's pure-Python loader is ~10x slower)."""
+class YamlLimits(NamedTuple):
+    """Bounds on a YAML or JSON document, checked while it is read (schema.md ``limits``)."""
+
+    max_depth: int = 32  # nesting of lists and mappings
+    max_nodes: int = 20_000  # scalars, lists and mappings, aliases counted at their full size
+    max_alias_nodes: int = 1_000  # nodes reached through aliases (*name) in all
+    max_number_digits: int = 100  # longer "numbers" are text, never int(...)'d
+
+
+LIMITS = YamlLimits()
+
+_INT = "tag:yaml.org,2002:int"
+_FLOAT = "tag:yaml.org,2002:float"
+_BOOL = "tag:yaml.org,2002:bool"
+_NULL = "tag:yaml.org,2002:null"
+_STR = "tag:yaml.org,2002:str"
+_TIMESTAMP = "tag:yaml.org,2002:timestamp"
+_MAP = "tag:yaml.org,2002:map"
+_SEQ = "tag:yaml.org,2002:seq"
+_TYPED = frozenset({_INT, _FLOAT, _BOOL, _TIMESTAMP})
+
+
+class Plain(str):
+    """A plain scalar, kept as written, that YAML 1.1 (or JSON) would read as a number, a bool
+    or a date: ``0x1F``, ``1.10``, ``010``, ``12:30``, ``yes``, ``2026-05-02``.
+
+    Text fields take it as the text it is. Extra fields take :meth:`value`, the number or bool
+    only when writing it back gives the same text (``3``, ``1.5``, ``true``), else the text.
+    """
+
+    tag: str
+
+    def __new__(cls, text: str, tag: str) -> Plain:
+        obj = super().__new__(cls, text)
+        obj.tag = tag
+        return obj
+
+    def value(self) -> Any:
+        text = str(self)
+        if self.tag == _BOOL:
+            return {"true": True, "false": False}.get(text, text)
+        if self.tag == _INT and _CANON_INT_RE.fullmatch(text) and len(text) <= 100:
+            return int(text)
+        if self.tag == _FLOAT and _CANON_FLOAT_RE.fullmatch(text) and len(text) <= 100:
+            number = float(text)
+            if repr(number) == text.lstrip("+"):
+                return number
+        return text
+
+
+_CANON_INT_RE = re.compile(r"-?(?:0|[1-9][0-9]*)")
+_CANON_FLOAT_RE = re.compile(r"-?(?:0|[1-9][0-9]*)\.[0-9]+")
+_NO_KEY = object()
+
+
+def load_yaml(text: str, what: str, *, exact: bool = False, limits: YamlLimits = LIMITS) -> Any:
+    """Parse one YAML document, within ``limits``, with no silent change of what was written.
+
+    PyYAML's own loaders would expand an alias bomb without bound, take the last of two equal
+    keys, turn ``010`` into 8 and die on ``2026-13-01``; this one reads libyaml's events (the C
+    parser, ~10x faster than the pure-Python one) and builds the data itself. ``exact``: plain
+    scalars that YAML 1.1 would turn into numbers, bools or dates come back as :class:`Plain`
+    text (entries and drafts); otherwise they are converted (settings, schema, access). Nulls
+    are None either way. Anything else wrong raises InvalidInput naming the field.
+    """
     import yaml  # deferred: PyYAML; `write` reads its config from a cache instead
 
     loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
     try:
-        return yaml.load(text, Loader=loader)  # noqa: S506 - a safe loader
+        return _YamlBuilder(what, exact, limits).build(yaml.parse(text, Loader=loader))
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f" at line {mark.line + 1}" if mark is not None else ""
         problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
         raise InvalidInput(f"{what}: malformed YAML{where} ({problem}); fix the YAML.") from None
+    except UnicodeEncodeError:
+        raise InvalidInput(f"{what}: the text holds a lone surrogate; give UTF-8 text.") from None
+
+
+class _Frame:
+    __slots__ = ("obj", "key", "anchor", "start", "path")
+
+    def __init__(self, obj: Any, anchor: str | None, start: int, path: str) -> None:
+        self.obj, self.key, self.anchor, self.start, self.path = obj, _NO_KEY, anchor, start, path
+
+
+class _YamlBuilder:
+    """Plain data from a stream of libyaml events, with an explicit stack (no recursion)."""
+
+    def __init__(self, what: str, exact: bool, limits: YamlLimits) -> None:
+        self.what, self.exact, self.limits = what, exact, limits
+        self.stack: list[_Frame] = []
+        self.anchors: dict[str, tuple[Any, int]] = {}
+        self.nodes = 0
+        self.alias_nodes = 0
+        self.root: Any = None
+        self.documents = 0
+
+    def fail(self, message: str) -> InvalidInput:
+        return InvalidInput(f"{self.what}: {message}")
+
+    def here(self) -> str:
+        """The field being read, for messages: ``tags``, ``alternatives_considered[0].id``."""
+        if not self.stack:
+            return "the document"
+        frame = self.stack[-1]
+        if isinstance(frame.obj, dict):
+            key = frame.key if frame.key is not _NO_KEY else None
+            name = f"{frame.path}.{key}" if frame.path and key is not None else (key or frame.path)
+            return f"field {str(name)!r}" if name else "a field name"
+        return f"field {frame.path!r}" if frame.path else "a list item"
+
+    def count(self, n: int = 1) -> None:
+        self.nodes += n
+        if self.nodes > self.limits.max_nodes:
+            raise self.fail(
+                f"over {self.limits.max_nodes} values (schema.md limits.max_nodes); "
+                "write a smaller document."
+            )
+
+    def build(self, events: Iterator[Any]) -> Any:
+        for event in events:
+            kind = type(event).__name__
+            if kind == "ScalarEvent":
+                self.count()
+                value = self.scalar(event)
+                if event.anchor:
+                    self.anchors[event.anchor] = (value, 1)
+                self.add(value)
+            elif kind in ("MappingStartEvent", "SequenceStartEvent"):
+                self.count()
+                self.open(event, kind == "MappingStartEvent")
+            elif kind in ("MappingEndEvent", "SequenceEndEvent"):
+                frame = self.stack.pop()
+                if frame.anchor:
+                    self.anchors[frame.anchor] = (frame.obj, self.nodes - frame.start)
+                self.add(frame.obj)
+            elif kind == "AliasEvent":
+                if event.anchor not in self.anchors:
+                    raise self.fail(f"alias *{event.anchor} names no anchor; fix the YAML.")
+                value, size = self.anchors[event.anchor]
+                self.alias_nodes += size
+                if self.alias_nodes > self.limits.max_alias_nodes:
+                    raise self.fail(
+                        f"aliases expand to over {self.limits.max_alias_nodes} values "
+                        "(schema.md limits.max_alias_nodes); write the values out."
+                    )
+                self.count(size)
+                self.add(value)
+            elif kind == "DocumentStartEvent":
+                self.documents += 1
+                if self.documents > 1:
+                    raise self.fail("expected one YAML document, found several; keep one.")
+        return self.root
+
+    def open(self, event: Any, mapping: bool) -> None:
+        tag = event.tag
+        if tag is not None and not event.implicit and tag not in ("!", _MAP if mapping else _SEQ):
+            raise self.fail(
+                f"{self.here()} holds a YAML {_short_tag(tag)} value; give it as text, a "
+                "number, a list or a mapping."
+            )
+        if len(self.stack) >= self.limits.max_depth:
+            raise self.fail(
+                f"nested over {self.limits.max_depth} levels deep (schema.md "
+                "limits.max_depth); flatten it."
+            )
+        path = ""
+        if self.stack:
+            parent = self.stack[-1]
+            if isinstance(parent.obj, dict):
+                if parent.key is _NO_KEY:
+                    raise self.fail("a field name must be text, not a list or a mapping.")
+                path = f"{parent.path}.{parent.key}" if parent.path else str(parent.key)
+            else:
+                path = f"{parent.path}[{len(parent.obj)}]"
+        obj: Any = {} if mapping else []
+        self.stack.append(_Frame(obj, event.anchor, self.nodes, path))
+
+    def add(self, value: Any) -> None:
+        if not self.stack:
+            self.root = value
+            return
+        frame = self.stack[-1]
+        obj = frame.obj
+        if type(obj) is list:
+            obj.append(value)
+            return
+        if frame.key is _NO_KEY:
+            if isinstance(value, (dict, list)):
+                raise self.fail("a field name must be text, not a list or a mapping.")
+            key = str(value) if isinstance(value, str) else value
+            if key in obj:
+                name = f"{frame.path}.{key}" if frame.path else key
+                raise self.fail(f"field {str(name)!r} is given twice; keep one.")
+            frame.key = key
+            return
+        obj[frame.key] = value
+        frame.key = _NO_KEY
+
+    def scalar(self, event: Any) -> Any:
+        value: str = event.value
+        tag = event.tag
+        if tag is None or tag == "!":
+            if tag is not None or not event.implicit[0]:
+                return value  # quoted, literal, folded, or "!": text
+            tag = _resolve(value)
+            if tag not in _TYPED and tag != _NULL:
+                return value  # "<<" and "=" are text here: no merge keys
+        elif tag not in _TYPED and tag not in (_STR, _NULL):
+            raise self.fail(
+                f"{self.here()} holds a YAML {_short_tag(tag)} value; give it as text, a "
+                "number, a list or a mapping."
+            )
+        if tag == _STR:
+            return value
+        if tag == _NULL:
+            return None
+        if self.exact:
+            if event.tag is not None and event.tag != "!":
+                self.typed(value, tag)  # !!float lots: refused, not kept as "lots"
+            return Plain(value, tag)
+        return self.typed(value, tag)
+
+    def typed(self, value: str, tag: str) -> Any:
+        import yaml  # deferred: PyYAML (already loaded by load_yaml)
+
+        if tag in (_INT, _FLOAT) and len(value) > self.limits.max_number_digits:
+            raise self.fail(
+                f"{self.here()}: a number of {len(value)} digits; write it as text "
+                "(in quotes) or shorten it."
+            )
+        node = yaml.ScalarNode(tag, value)
+        constructor = _constructor()
+        try:
+            if tag == _INT:
+                return constructor.construct_yaml_int(node)
+            if tag == _FLOAT:
+                return constructor.construct_yaml_float(node)
+            if tag == _BOOL:
+                return constructor.construct_yaml_bool(node)
+            return constructor.construct_yaml_timestamp(node)
+        except (ValueError, OverflowError):
+            raise self.fail(
+                f"{self.here()}: {value!r} is not a valid {_short_tag(tag)[2:]}; fix it, or "
+                "quote it to keep it as text."
+            ) from None
+
+
+def _short_tag(tag: str) -> str:
+    return "!!" + tag.rsplit(":", 1)[-1] if tag.startswith("tag:yaml.org,2002:") else tag
+
+
+@functools.cache
+def _resolver() -> Any:
+    import yaml  # deferred: PyYAML (already loaded by load_yaml)
+
+    return yaml.resolver.Resolver()
+
+
+def _resolve(value: str) -> str:
+    """The tag YAML 1.1 gives a plain scalar (``010`` -> int)."""
+    import yaml  # deferred: PyYAML (already loaded by load_yaml)
+
+    if value and value[0].isalpha() and value.lower() not in _YAML_TYPED_WORDS:
+        return _STR  # the common case: a word, which no implicit resolver but these matches
+    return str(_resolver().resolve(yaml.ScalarNode, value, (True, False)))
+
+
+_YAML_TYPED_WORDS = frozenset("y yes n no true false on off null nan inf".split())
+
+
+@functools.cache
+def _constructor() -> Any:
+    import yaml  # deferred: PyYAML (already loaded by load_yaml)
+
+    return yaml.constructor.SafeConstructor()
+
+
+def load_json(text: str, what: str, *, limits: YamlLimits = LIMITS) -> Any:
+    """Parse JSON with numbers kept as written (:class:`Plain`), equal keys refused, and
+    nesting bounded (json.loads dies with RecursionError on deep input)."""
+
+    def pairs(items: list[tuple[str, Any]]) -> dict[str, Any]:
+        out: dict[str, Any] = {}
+        for key, value in items:
+            if key in out:
+                raise InvalidInput(f"{what}: field {key!r} is given twice; keep one.")
+            out[key] = value
+        return out
+
+    def constant(name: str) -> Any:
+        raise InvalidInput(f"{what}: {name} is not a JSON number; write it as text (in quotes).")
+
+    try:
+        data = json.loads(
+            text,
+            object_pairs_hook=pairs,
+            parse_int=lambda s: Plain(s, _INT),
+            parse_float=lambda s: Plain(s, _FLOAT),
+            parse_constant=constant,
+        )
+    except json.JSONDecodeError as exc:
+        raise InvalidInput(
+            f"{what}: malformed JSON at line {exc.lineno} ({exc.msg}); fix the JSON."
+        ) from None
+    except RecursionError:
+        data = None
+        depth = limits.max_depth + 1
+    else:
+        depth, nodes = _shape(data)
+        if nodes > limits.max_nodes:
+            raise InvalidInput(
+                f"{what}: over {limits.max_nodes} values (schema.md limits.max_nodes); "
+                "write a smaller document."
+            )
+    if depth > limits.max_depth:
+        raise InvalidInput(
+            f"{what}: nested over {limits.max_depth} levels deep (schema.md limits.max_depth); "
+            "flatten it."
+        )
+    return data
+
+
+def _shape(data: Any) -> tuple[int, int]:
+    """(depth, values) of parsed JSON: lists and mappings walked with a stack."""
+    deepest, nodes = 0, 0
+    stack = [(data, 0)]
+    while stack:
+        value, depth = stack.pop()
+        nodes += 1
+        if isinstance(value, dict):
+            value = list(value.values())
+        if isinstance(value, list):
+            deepest = max(deepest, depth + 1)
+            stack.extend((item, depth + 1) for item in value)
+    return deepest, nodes
+
+
+# --------------------------------------------------------------------------- the fast path
+#
+# Reading an entry's frontmatter with PyYAML is most of what a full index build costs, and importing
+# PyYAML is most of what `show` may spend. Nearly every file is laid out exactly as dump_entry wrote
+# it: the known keys in KEY_ORDER, one per line, each value a plain scalar that _scalar_text chose
+# (so YAML reads it as that very string), a double-quoted scalar with dump_entry's escapes, a flow
+# list of those, the alternatives' and relations' two-line items, or a role's `  role: [a, b]`
+# (the optional keys only when dump_entry wrote them). fast_frontmatter reads exactly that layout
+# and returns None for anything else (a key out of place, an extra field, a comment, a tab, a CR,
+# a scalar dump_entry would not have written plain, an escape it does not use), which then goes to
+# YAML. tests/test_entries.py proves the two agree, by property, on dumped and on mangled text.
+
+_LIST_KEYS = frozenset(LIST_FIELDS)
+_YAML_ESCAPES = {
+    "\\": "\\",
+    '"': '"',
+    "n": "\n",
+    "t": "\t",
+    "r": "\r",
+    "0": "\x00",
+    "N": "\x85",
+    "L": "\u2028",
+    "P": "\u2029",
+}
+_ALT_ID = "- id: "
+_ALT_REASON = "  rejected_because: "
+_REL_KIND = "  kind: "
+
+
+class _FastRes(NamedTuple):
+    block: re.Pattern[str]  # a scalar _scalar_text writes plain, in block context
+    flow: re.Pattern[str]  # ... in a flow list
+    plain_list: re.Pattern[str]  # a flow list of plain items only
+    quoted: re.Pattern[str]  # the inside of a double-quoted scalar as _escape writes it
+    escape: re.Pattern[str]
+
+
+@functools.cache
+def _fast_res() -> _FastRes:
+    """The fast path's patterns, compiled on first use (``write`` never reads frontmatter).
+
+    ``block`` and ``flow`` accept exactly what _scalar_text writes plain, bar the YAML words
+    (checked apart): _ID_PLAIN_RE, or _PLAIN_BLOCK_RE / _PLAIN_RE without a double or trailing
+    space, spelled as one pattern (a space only ever followed by another allowed character).
+    """
+    block_chars = "A-Za-z0-9_()/.'%+=;!?@$&*^~<>,\\[\\]{}-"
+    flow_chars = "A-Za-z0-9_()/.'%+=;!?@$&*^~<>-"
+    ident = _ID_PLAIN_RE.pattern
+    block = f"(?:{ident}|[A-Za-z_(/](?: ?[{block_chars}])*)"
+    flow = f"(?:{ident}|[A-Za-z_(/](?: ?[{flow_chars}])*)"
+    return _FastRes(
+        block=re.compile(block),
+        flow=re.compile(flow),
+        plain_list=re.compile(f"\\[{flow}(?:, {flow})*\\]"),
+        quoted=re.compile(
+            '(?:[^\\\\"\x00-\x1f\x7f-\x9f\u2028\u2029\ufeff\ufffe\uffff\ud800-\udfff]'
+            '|\\\\(?:[\\\\"ntr0NLP]|x[0-9a-fA-F]{2}|u[0-9a-fA-F]{4}))*'
+        ),
+        escape=re.compile(r"\\(x[0-9a-fA-F]{2}|u[0-9a-fA-F]{4}|.)"),
+    )
+
+
+def _unescape(match: re.Match[str]) -> str:
+    code = match.group(1)
+    return chr(int(code[1:], 16)) if len(code) > 1 else _YAML_ESCAPES[code]
+
+
+def _fast_quoted(inner: str, res: _FastRes) -> str | None:
+    if not res.quoted.fullmatch(inner):
+        return None
+    return res.escape.sub(_unescape, inner) if "\\" in inner else inner
+
+
+def _fast_scalar(raw: str, res: _FastRes, flow: bool = False) -> str | None:
+    """The string a scalar written by _scalar_text stands for, or None if it is not one."""
+    if raw[:1] == '"':
+        # an escaped closing quote leaves a lone backslash inside, which ``quoted`` refuses
+        return _fast_quoted(raw[1:-1], res) if len(raw) > 1 and raw[-1] == '"' else None
+    if not (res.flow if flow else res.block).fullmatch(raw):
+        return None
+    if len(raw) < 6 and raw.lower() in _YAML_WORDS:
+        return None
+    return raw
+
+
+def _fast_list(raw: str, res: _FastRes) -> list[str] | None:
+    """A flow list as dump_entry writes it: ``[a, "b, c", d]`` (``[]`` when empty)."""
+    if raw == "[]":
+        return []
+    if '"' not in raw:
+        if not res.plain_list.fullmatch(raw):
+            return None
+        items = raw[1:-1].split(", ")
+        for plain in items:
+            if len(plain) < 6 and plain.lower() in _YAML_WORDS:
+                return None
+        return items
+    if raw[:1] != "[" or raw[-1:] != "]":
+        return None
+    out: list[str] = []
+    pos, end = 1, len(raw) - 1
+    while True:
+        item: str | None
+        if raw[pos : pos + 1] == '"':
+            close = pos + 1
+            while True:
+                close = raw.find('"', close)
+                if close < 0 or close >= end:
+                    return None
+                run = close - len(raw[:close].rstrip("\\"))
+                if run % 2 == 0:
+                    break
+                close += 1
+            item = _fast_quoted(raw[pos + 1 : close], res)
+            stop = close + 1
+        else:
+            stop = raw.find(",", pos)
+            if stop < 0:
+                stop = end
+            item = _fast_scalar(raw[pos:stop], res, True)
+        if item is None:
+            return None
+        out.append(item)
+        if stop == end:
+            return out
+        if raw[stop : stop + 2] != ", " or stop + 2 >= end:
+            return None
+        pos = stop + 2
+
+
+def fast_frontmatter(head: str) -> dict[str, Any] | None:
+    """The mapping of frontmatter laid out exactly as dump_entry writes it (the date as text);
+    None when it is laid out any other way, for YAML to read."""
+    lines = head.split("\n")
+    if lines.pop() != "":
+        return None
+    res = _fast_res()
+    data: dict[str, Any] = {}
+    count = len(lines)
+    i = 0
+    for key in KEY_ORDER:
+        if i >= count:
+            if key in OPTIONAL_FIELDS:
+                continue
+            return None
+        line = lines[i]
+        if key in OPTIONAL_FIELDS and not line.startswith(key + ":"):
+            continue  # dump_entry leaves it out when empty; so does the mapping YAML reads
+        i += 1
+        value: Any
+        if key == "roles":
+            if line != "roles:":
+                return None
+            roles: dict[str, list[str]] = {}
+            while i < count and lines[i].startswith("  "):
+                role_line = lines[i][2:]
+                cut = role_line.find(": [")  # a quoted role holding one reads as unquoted
+                role = _fast_scalar(role_line[:cut], res) if cut > 0 else None
+                names = _fast_list(role_line[cut + 2 :], res) if role is not None else None
+                if role is None or names is None or role in roles:
+                    return None
+                roles[role] = names
+                i += 1
+            if not roles:
+                return None
+            data[key] = roles
+            continue
+        if key == "relates":
+            if line != "relates:":
+                return None
+            relations = []
+            while i < count and lines[i].startswith(_ALT_ID):
+                if i + 1 >= count or not lines[i + 1].startswith(_REL_KIND):
+                    return None
+                rel_id = _fast_scalar(lines[i][len(_ALT_ID) :], res)
+                kind = _fast_scalar(lines[i + 1][len(_REL_KIND) :], res)
+                if rel_id is None or kind is None:
+                    return None
+                relations.append({"id": rel_id, "kind": kind})
+                i += 2
+            if not relations:
+                return None
+            data[key] = relations
+            continue
+        if key == "alternatives_considered":
+            if line == "alternatives_considered: []":
+                data[key] = []
+                continue
+            if line != "alternatives_considered:":
+                return None
+            alts = []
+            while i < count and lines[i].startswith(_ALT_ID):
+                if i + 1 >= count or not lines[i + 1].startswith(_ALT_REASON):
+                    return None
+                alt_id = _fast_scalar(lines[i][len(_ALT_ID) :], res)
+                reason = _fast_scalar(lines[i + 1][len(_ALT_REASON) :], res)
+                if alt_id is None or reason is None:
+                    return None
+                alts.append({"id": alt_id, "rejected_because": reason})
+                i += 2
+            if not alts:
+                return None
+            data[key] = alts
+            continue
+        if not line.startswith(key) or line[len(key) : len(key) + 2] != ": ":
+            return None
+        raw = line[len(key) + 2 :]
+        if key in _LIST_KEYS:
+            value = _fast_list(raw, res)
+        elif key == "date" and valid_date(raw):
+            value = raw  # YAML reads a date; entry_from_mapping turns it back into this text
+        else:
+            value = _fast_scalar(raw, res)
+        if value is None:
+            return None
+        data[key] = value
+    return data if i == count else None
 
 
 def parse_entry(text: str, *, what: str = "entry") -> Entry:
     """The one way file text becomes an entry. Structural errors raise InvalidInput."""
-    data, body = _read_frontmatter(text, what)
+    data, body = _read_frontmatter(text, what, fast=True)
     return entry_from_mapping(data, body=body, what=what)
 
 
-def _read_frontmatter(text: str, what: str) -> tuple[dict[Any, Any], str]:
-    """The frontmatter mapping and the body (blank lines at its edges cut) of markdown text."""
+def _read_frontmatter(
+    text: str, what: str, limits: YamlLimits = LIMITS, *, fast: bool = False
+) -> tuple[dict[Any, Any], str]:
+    """The frontmatter mapping and the body (blank lines at its edges cut) of markdown text.
+
+    With ``fast``, frontmatter laid out exactly as :func:`dump_entry` writes it is read by
+    :func:`fast_frontmatter` instead of PyYAML; anything else still goes to YAML, exact scalars
+    and the limits.
+    """
     head, body = split_frontmatter(text)
-    data = load_yaml(head, what)
+    data = fast_frontmatter(head) if fast else None
+    if data is None:
+        data = load_yaml(head, what, exact=True, limits=limits)
     if not isinstance(data, dict):
         raise InvalidInput(f"{what}: the frontmatter must be a YAML mapping of fields.")
     return data, body.strip("\n")
@@ -375,9 +933,10 @@ def entry_from_mapping(
             raw_body = ""
         if not isinstance(raw_body, str):
             raise InvalidInput(f"{what}: body must be text.")
-        body = raw_body.strip("\n")
+        body = str(raw_body).strip("\n")
     else:
         data.pop("body", None)
+    _check_text(body, "body", what)
     values: dict[str, Any] = {}
     for key in SCALAR_FIELDS:
         values[key] = _scalar(data.pop(key, None), key, what)
@@ -390,13 +949,23 @@ def entry_from_mapping(
     values["relates"] = _relations(data.pop("relates", None), what)
     for key, default in (("status", "active"), ("origin", "authored")):
         values[key] = values[key] or default
-    extra = tuple(sorted((str(k), _plain(v, str(k), what)) for k, v in data.items()))
+    extra = tuple(sorted((_key(k, what), _plain(v, str(k), what)) for k, v in data.items()))
     return Entry(**values, extra=extra, body=body)
 
 
 def _scalar(value: Any, key: str, what: str) -> str:
     if type(value) is str:  # the common case, first: the index build parses every entry
+        _check_text(value, key, what)
         return value.strip() if key != "summary" else " ".join(value.split())
+    if isinstance(value, str):  # Plain: 1.10, 010, 2026-05-02 as written
+        if (
+            key == "date"
+            and isinstance(value, Plain)
+            and value.tag == _TIMESTAMP
+            and not DATE_RE.match(value)
+        ):
+            raise InvalidInput(f"{what}: date must be a day (YYYY-MM-DD), not a date and time.")
+        return _scalar(str(value), key, what)
     if value is None:
         return ""
     if key == "date":
@@ -423,8 +992,9 @@ def _str_list(value: Any, key: str, what: str) -> tuple[str, ...]:
         )
     out = []
     for item in value:
-        if type(item) is str:
-            item = item.strip()
+        if isinstance(item, str):
+            item = str(item).strip()  # str(): a Plain (0x1F, 1.10) is the text written
+            _check_text(item, key, what)
             if item:
                 out.append(item)
             continue
@@ -529,6 +1099,16 @@ def _plain(value: Any, key: str, what: str) -> Any:
     YAML's other types (``!!binary``, ``!!set``) have no JSON form: the catalog could not hold
     the entry, so they are refused here, where text becomes an entry.
     """
+    if isinstance(value, Plain):
+        if value.tag in (_INT, _FLOAT) and len(value) > LIMITS.max_number_digits:
+            raise InvalidInput(
+                f"{what}: field {key!r} holds a number of {len(value)} digits; write it as "
+                "text (in quotes) or shorten it."
+            )
+        return value.value()
+    if isinstance(value, str):
+        _check_text(value, key, what)
+        return value
     if isinstance(value, (dt.date, dt.datetime)):
         return value.isoformat()
     if isinstance(value, dict):
@@ -541,6 +1121,27 @@ def _plain(value: Any, key: str, what: str) -> Any:
         f"{what}: field {key!r} holds {_kind(value)}; give it as text, a number, a list or a "
         "mapping."
     )
+
+
+def _key(key: Any, what: str) -> str:
+    text = str(key)
+    _check_text(text, "a field name", what)
+    if text == "<<":
+        raise InvalidInput(f"{what}: YAML merge keys (<<) are not supported; write the fields out.")
+    return text
+
+
+def _check_text(value: str, key: str, what: str) -> None:
+    """Refuse text that could be stored but never read back: a lone surrogate (JSON's
+    ``"\\udc80"``, or a command-line byte that is not UTF-8) cannot be encoded to the file."""
+    if not value.isascii():
+        try:
+            value.encode("utf-8")
+        except UnicodeEncodeError as exc:
+            raise InvalidInput(
+                f"{what}: {key} holds {value[exc.start]!a}, a lone surrogate that is not text; "
+                "give valid Unicode (UTF-8) text."
+            ) from None
 
 
 def _kind(value: Any) -> str:
@@ -658,9 +1259,19 @@ class Schema:
     relation_kinds: tuple[str, ...] = RELATION_KINDS
     max_body_bytes: int = MAX_BODY_BYTES
     max_summary_chars: int = 1000
+    max_text_chars: int = MAX_TEXT_CHARS
+    max_list_items: int = MAX_LIST_ITEMS
+    max_input_bytes: int = MAX_INPUT_BYTES
+    max_depth: int = LIMITS.max_depth
+    max_nodes: int = LIMITS.max_nodes
+    max_alias_nodes: int = LIMITS.max_alias_nodes
     review_after_days: int = 365
     when_to_write: str = ""
     when_not_to_write: str = ""
+
+    @property
+    def yaml_limits(self) -> YamlLimits:
+        return YamlLimits(self.max_depth, self.max_nodes, self.max_alias_nodes)
 
 
 _SCHEMA_BLOCK_RE = re.compile(r"^```ya?ml[ \t]*\n(.*?)^```", re.MULTILINE | re.DOTALL)
@@ -700,6 +1311,17 @@ def schema_from_data(data: Any, what: str = "schema.md") -> Schema:
         )
         types[str(name)] = TypeSpec(str(name), str(spec.get("description", "")).strip(), rules)
     limits = data.get("limits") or {}
+    if not isinstance(limits, dict):
+        raise InvalidInput(f"{what}: limits must be a mapping of names to numbers.")
+
+    def number(source: Mapping[str, Any], key: str, default: int, where: str = "limits.") -> int:
+        value = source.get(key, default)
+        if type(value) is not int or value < 0:
+            raise InvalidInput(
+                f"{what}: {where}{key} must be a whole number (it is {value!r}); fix the YAML block."
+            )
+        return value
+
     return Schema(
         types=types,
         required=tuple(data.get("required") or Schema.required),
@@ -707,9 +1329,15 @@ def schema_from_data(data: Any, what: str = "schema.md") -> Schema:
         origins=tuple(data.get("origins") or ORIGINS),
         roles=tuple(data.get("roles") or ROLES),
         relation_kinds=tuple(data.get("relation_kinds") or RELATION_KINDS),
-        max_body_bytes=int(limits.get("max_body_bytes", MAX_BODY_BYTES)),
-        max_summary_chars=int(limits.get("max_summary_chars", 1000)),
-        review_after_days=int(data.get("review_after_days", 365)),
+        max_body_bytes=number(limits, "max_body_bytes", MAX_BODY_BYTES),
+        max_summary_chars=number(limits, "max_summary_chars", 1000),
+        max_text_chars=number(limits, "max_text_chars", MAX_TEXT_CHARS),
+        max_list_items=number(limits, "max_list_items", MAX_LIST_ITEMS),
+        max_input_bytes=number(limits, "max_input_bytes", MAX_INPUT_BYTES),
+        max_depth=number(limits, "max_depth", LIMITS.max_depth),
+        max_nodes=number(limits, "max_nodes", LIMITS.max_nodes),
+        max_alias_nodes=number(limits, "max_alias_nodes", LIMITS.max_alias_nodes),
+        review_after_days=number(data, "review_after_days", 365, ""),
         when_to_write=str(data.get("when_to_write", "")).strip(),
         when_not_to_write=str(data.get("when_not_to_write", "")).strip(),
     )
@@ -777,6 +1405,28 @@ def check_entry(entry: Entry, schema: Schema) -> list[Problem]:
             f"summary is {len(entry.summary)} characters, over {schema.max_summary_chars}; "
             "shorten it and put details in the body.",
         )
+    for fld in (*LIST_FIELDS, "alternatives_considered"):
+        items = getattr(entry, fld)
+        if len(items) > schema.max_list_items:
+            bad(
+                fld,
+                f"{fld} has {len(items)} items, over {schema.max_list_items} (schema.md "
+                "limits.max_list_items); keep the few that matter.",
+            )
+            continue
+        texts = (
+            (t for a in items for t in (a.id, a.rejected_because))
+            if fld == "alternatives_considered"
+            else items
+        )
+        for text in texts:
+            if len(text) > schema.max_text_chars:
+                bad(
+                    fld,
+                    f"an item of {fld} is {len(text)} characters, over {schema.max_text_chars} "
+                    "(schema.md limits.max_text_chars); shorten it, details go in the body.",
+                )
+                break
     size = len(entry.body.encode())
     if size > schema.max_body_bytes:
         bad(
@@ -861,21 +1511,16 @@ def as_tuple(values: Sequence[str] | None) -> tuple[str, ...]:
 # --------------------------------------------------------------------------- drafts from input
 
 
-def load_draft(text: str, what: str) -> dict[str, Any]:
+def load_draft(text: str, what: str, *, limits: YamlLimits = LIMITS) -> dict[str, Any]:
     """Fields from a ``--from`` document: markdown with frontmatter, a YAML mapping, or JSON."""
     stripped = text.lstrip("\ufeff")
     if stripped.startswith("---"):
-        data, body = _read_frontmatter(stripped, what)
+        data, body = _read_frontmatter(stripped, what, limits)
         return {**data, "body": body}
     if stripped.lstrip().startswith("{"):
-        try:
-            data = json.loads(stripped)
-        except json.JSONDecodeError as exc:
-            raise InvalidInput(
-                f"{what}: malformed JSON at line {exc.lineno} ({exc.msg}); fix the JSON."
-            ) from None
+        data = load_json(stripped, what, limits=limits)
     else:
-        data = load_yaml(stripped, what)
+        data = load_yaml(stripped, what, exact=True, limits=limits)
     if not isinstance(data, dict):
         raise InvalidInput(
             f"{what}: expected markdown with frontmatter, a YAML mapping or a JSON object of fields."
@@ -892,6 +1537,7 @@ def draft(
     tag: Sequence[str] = (),
     actor: Sequence[str] = (),
     supersedes: Sequence[str] = (),
+    resolves: Sequence[str] = (),
     alt: Sequence[str] = (),
     alias: Sequence[str] = (),
     question: Sequence[str] = (),
@@ -925,6 +1571,7 @@ def draft(
         ("tags", tag),
         ("actors", actor),
         ("supersedes", supersedes),
+        ("resolves", resolves),
         ("aliases", alias),
         ("questions", question),
         ("sources", source),

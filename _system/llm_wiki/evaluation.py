@@ -247,9 +247,9 @@ def evaluate(
     """Run every question of ``path`` through retrieval and score it (see the module doc);
     ``backend``: the wiki's own when None."""
 
-    k, budget = budget_and_k(wiki, k, budget)
-    questions = load_questions(path)
     chosen = backend or get_backend(wiki)
+    k, budget = budget_and_k(wiki, k, budget, chosen)  # fitted to the model's context window
+    questions = load_questions(path)
     chosen.check()
     names = resolve_names(wiki, viewer, {n for q in questions for n in q.relevant})
     results = []

@@ -10,7 +10,8 @@ from __future__ import annotations
 
 import contextlib
 import os
-import signal
+import re
+import time
 from pathlib import Path
 
 from llm_wiki.errors import WikiError
@@ -21,6 +22,8 @@ CRASH_ENV = "LLM_WIKI_CRASH_AT"  # test hook: SIGKILL this process at a named st
 def crashpoint(step: str) -> None:
     """Die here, for real, when ``LLM_WIKI_CRASH_AT`` names this step (crash-safety tests)."""
     if os.environ.get(CRASH_ENV) == step:
+        import signal  # deferred: only the crash-safety tests get here
+
         os.kill(os.getpid(), signal.SIGKILL)
 
 
@@ -43,7 +46,31 @@ def _mkstemp(folder: Path | str, prefix: str) -> tuple[int, str]:
     raise WikiError(f"cannot create a temp file in {folder}; check its permissions.")
 
 
-def atomic_write(path: Path, data: bytes | str, mode: int = 0o644) -> None:
+# The temp names _mkstemp makes: "<prefix><pid>.<12 hex>.tmp", prefix "entry." or ".<name>.".
+_TEMP_RE = re.compile(r"(?:entry\.|\.[^/]+\.)\d+\.[0-9a-f]{12}\.tmp\Z")
+STALE_TEMP_SECONDS = 3600  # a write takes milliseconds; an hour-old temp file is a killed one's
+
+
+def sweep_temp(folder: Path | str, max_age: float = STALE_TEMP_SECONDS) -> int:
+    """Remove temp files a killed write left in ``folder``: only names this module makes, and
+    only older than ``max_age`` seconds, so a write in progress keeps its own. Returns the count."""
+    removed = 0
+    cutoff = time.time() - max_age
+    try:
+        with os.scandir(folder) as it:
+            for item in it:
+                if not _TEMP_RE.fullmatch(item.name):
+                    continue
+                with contextlib.suppress(OSError):
+                    if item.is_file(follow_symlinks=False) and item.stat().st_mtime < cutoff:
+                        os.unlink(item.path)
+                        removed += 1
+    except (FileNotFoundError, NotADirectoryError):
+        pass
+    return removed
+
+
+def atomic_write(path: Path, data: bytes | bytearray | str, mode: int = 0o644) -> None:
     """Replace ``path`` with ``data`` all at once: temp file, fsync, rename."""
     if isinstance(data, str):
         data = data.encode()

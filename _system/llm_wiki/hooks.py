@@ -301,8 +301,8 @@ def _open_incidents(
         rows = catalog.rows(viewer, type="incident", status="active")
     if not rows:
         return [], 0
-    cited = catalog.cited(viewer, generated=False)
-    rows = [r for r in rows if r.id not in cited]
+    resolved = catalog.resolved(viewer)  # the briefing's rule: citing one does not close it
+    rows = [r for r in rows if r.id not in resolved]
     rows.sort(key=lambda r: (r.date, r.id), reverse=True)
     return rows, len(rows)
 

@@ -14,7 +14,8 @@ The flow (:func:`ingest`):
    LLM call (a second one only when its reply is not readable JSON). With each part go the
    schema's "when to write" rule and types, the domains in use, and the existing index lines
    most related to the part — the retrieval ranker over the part's most frequent words, within
-   ``ingest.index_tokens`` — of the target scope only. A source needing more parts than
+   ``ingest.index_tokens`` — of the target scope only. Both shrink to fit the model's context
+   window after its reply (:func:`llm_wiki.backends.limits`). A source needing more parts than
    ``--max-calls`` is refused before any call.
 4. **Checks**, per proposal, failing closed (a failed proposal is reported and nothing is written
    for it): it cites lines shown in its part, each with a verbatim quote found in those lines
@@ -69,6 +70,7 @@ OP = "ingest"
 PURPOSE = "ingest"
 DEFAULTS = {"chunk_tokens": 6000, "index_tokens": 2000, "max_calls": 20, "quiet_minutes": 10}
 OUT_TOKENS = 4096  # the reply to one part
+TEMPLATE_TOKENS = 700  # the part prompt's own words (ingest_source.j2), around lines and index
 MIN_QUOTE_CHARS = 12  # a shorter quote would be found almost anywhere
 MAX_TERMS = 40  # the part's most frequent words the ranker searches for
 FIELDS = (  # what a proposal may set; scope, origin and sources are the ingest's own
@@ -132,6 +134,11 @@ class Rejected:
     part: int
     problems: tuple[CitationProblem, ...]
 
+    @property
+    def failed(self) -> bool:
+        """Refused for a fault of the reply (not only as a near-duplicate of a recorded entry)."""
+        return any(p.kind != "near-duplicate" for p in self.problems)
+
     def to_dict(self) -> dict[str, Any]:
         return {
             "summary": self.summary,
@@ -162,6 +169,15 @@ class IngestResult:
     rejected: tuple[Rejected, ...] = ()
     backend: str = ""  # the backend that read the source
     backend_source: str = ""  # where its name came from (set by the Session)
+    llm_ok: int = 0  # LLM calls whose reply could be read
+    llm_failed: int = 0  # LLM calls whose reply could not be read
+    limits: dict[str, Any] = dataclasses.field(default_factory=dict)  # the model's, parts' sizes
+
+    @property
+    def llm_all_failed(self) -> bool:
+        """The LLM proposed entries and every one failed the checks (the command exits 1); a
+        proposal refused only as a near-duplicate of a recorded entry is no failure."""
+        return any(r.failed for r in self.rejected) and not self.written
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -184,6 +200,8 @@ class IngestResult:
             "rejected": [r.to_dict() for r in self.rejected],
             "backend": self.backend,
             "backend_source": self.backend_source or None,
+            "llm_outcome": {"ok": self.llm_ok, "failed": self.llm_failed},
+            "limits": self.limits,
         }
 
 
@@ -214,12 +232,17 @@ class InboxResult:
         return [i for i in self.items if i.status == "failed"]
 
     def to_dict(self) -> dict[str, Any]:
+        results = [i.result for i in self.items if i.result is not None]
         return {
             "folder": self.folder,
             "quiet_minutes": self.quiet_minutes,
             "ok": not self.failed,
             "backend": self.backend,
             "backend_source": self.backend_source or None,
+            "llm_outcome": {
+                "ok": sum(r.llm_ok for r in results),
+                "failed": sum(r.llm_failed for r in results),
+            },
             "items": [i.to_dict() for i in self.items],
         }
 
@@ -410,7 +433,7 @@ def related_rows(
     and timestamps of messages too) that the viewer's entries hold, the :data:`MAX_TERMS` with
     the highest frequency in the text times inverse document frequency in the archive.
     """
-    ranker = Ranker(catalog, viewer)
+    ranker = Ranker(catalog, viewer, semantic=False)  # key terms, not a question to embed
     total = ranker.visible()
     said = "\n".join(_message(line) for line in text.splitlines())
     counts = Counter(w.lower() for w in _WORD_RE.findall(said))
@@ -421,7 +444,7 @@ def related_rows(
     idf = ranker.idf(candidates) if total else {}
     held = [t for t in candidates if idf.get(t, (0.0, 0))[1]]
     terms = sorted(held, key=lambda t: -counts[t] * idf[t][0])[:MAX_TERMS]
-    question = Question(" ".join(terms), tuple(terms), False)
+    question = Question(" ".join(terms), tuple(terms))
     ranking = ranker.rank(question, limit=min(2000, max(20, allowance // MIN_LINE_TOKENS)))
     rows, prefiltered = shortlist_lines(catalog, viewer, ranking, allowance, total)
     return rows, prefiltered, total
@@ -703,6 +726,16 @@ def _ingest(
         return dataclasses.replace(
             base, status="unchanged", raw=earlier.raw, ingested_at=earlier.time
         )
+    # Every call first: a failing backend leaves nothing stored.
+    system = render_prompt(
+        "ingest_system.j2",
+        when_to_write=wiki.schema.when_to_write
+        or "a decision, an incident, a finding, a reflection.",
+        when_not_to_write=wiki.schema.when_not_to_write
+        or "chatter, raw traces, plans in progress.",
+    )
+    settings, fitted = _fit(wiki, llm, system, settings)
+    base = dataclasses.replace(base, limits=fitted)
     lines = text.splitlines()
     first = first_new_line(data[: earlier.bytes]) if earlier is not None else 1
     parts = make_parts(lines, first, settings["chunk_tokens"])
@@ -715,21 +748,14 @@ def _ingest(
             ingested_at=earlier.time if earlier else None,
         )
     if len(parts) > limit:
+        fitted_note = " fitted to the model's context window" if fitted.get("shrunk") else ""
         raise InvalidInput(
             f"{name if name != '-' else 'the source'} needs {len(parts)} LLM calls "
-            f"(ingest.chunk_tokens {settings['chunk_tokens']}), over --max-calls {limit}; raise "
-            "--max-calls (or ingest.max_calls), or split the source."
+            f"(ingest.chunk_tokens {settings['chunk_tokens']}{fitted_note}), over --max-calls "
+            f"{limit}; raise --max-calls (or ingest.max_calls), or split the source."
         )
 
-    # Every call first: a failing backend leaves nothing stored.
-    system = render_prompt(
-        "ingest_system.j2",
-        when_to_write=wiki.schema.when_to_write
-        or "a decision, an incident, a finding, a reflection.",
-        when_not_to_write=wiki.schema.when_not_to_write
-        or "chatter, raw traces, plans in progress.",
-    )
-    calls = tokens_in = tokens_out = 0
+    calls = tokens_in = tokens_out = failed = 0
     proposals: list[tuple[_Part, dict[str, Any]]] = []
 
     with read_catalog(wiki) as catalog:
@@ -745,6 +771,7 @@ def _ingest(
             wiki, part, len(parts), kind=kind, scope=scope, earlier=first - 1, domains=domains
         )
         items, used = _ask(wiki, llm, system, prompt, scope)
+        failed += used[0] - 1  # a repair call means the first reply could not be read
         calls += used[0]
         tokens_in += used[1]
         tokens_out += used[2]
@@ -760,6 +787,8 @@ def _ingest(
             rejected.append(Rejected(summary, part.number, tuple(problems)))
         else:
             accepted.append(ok)
+    # a part whose reply proposed entries and had every one rejected: that call's work failed
+    refused = len({r.part for r in rejected if r.failed} - {a.part for a in accepted})
 
     if not dry_run:
         _store_raw(wiki, data, sha, raw)
@@ -816,7 +845,32 @@ def _ingest(
         quotes_checked=sum(i.quotes for i in accepted),
         written=tuple(written),
         rejected=tuple(rejected),
+        llm_ok=calls - failed - refused,
+        llm_failed=failed + refused,
     )
+
+
+def _fit(
+    wiki: Wiki, llm: backends.Backend, system: str, settings: dict[str, int]
+) -> tuple[dict[str, int], dict[str, Any]]:
+    """The settings with the part and index-line budgets shrunk so that a part's prompt leaves
+    room for its reply in the model's context window (three quarters for the part's lines),
+    and what was used."""
+    fit = backends.limits(wiki, llm)
+    room = fit.prompt_room(OUT_TOKENS) - backends.estimate_tokens(system) - TEMPLATE_TOKENS
+    chunk, index = settings["chunk_tokens"], settings["index_tokens"]
+    shrunk = chunk + index > room
+    if shrunk:
+        chunk = max(200, min(chunk, room * 3 // 4))
+        index = max(MIN_LINE_TOKENS * 4, min(index, room - chunk))
+    used = {
+        **fit.to_dict(),
+        "chunk_tokens": chunk,
+        "index_tokens": index,
+        "reply_tokens": fit.reply_tokens(OUT_TOKENS),
+        "shrunk": shrunk,
+    }
+    return {**settings, "chunk_tokens": chunk, "index_tokens": index}, used
 
 
 def _newest(replaced: dict[str, str], old: str) -> str:
@@ -941,6 +995,10 @@ def ingest_inbox(
             raise
         except WikiError as exc:
             items.append(InboxItem(name, "failed", exc.message))
+            continue
+        if result.llm_all_failed:  # stored and logged, but nothing the LLM proposed passed
+            failed = "every entry the LLM proposed failed the checks"
+            items.append(InboxItem(name, "failed", failed, result))
             continue
         items.append(InboxItem(name, result.status, "", result))
     return InboxResult(str(root), quiet, tuple(items), backend=llm.name)

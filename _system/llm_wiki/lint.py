@@ -73,6 +73,8 @@ class LintResult:
     calls: int = 0
     backend: str | None = None  # with --with-llm: the backend asked
     backend_source: str | None = None  # where its name came from (set by the Session)
+    llm_ok: int = 0  # LLM calls whose reply could be read
+    llm_failed: int = 0  # LLM calls that failed or whose reply could not be read
 
     @property
     def counts(self) -> dict[str, int]:
@@ -91,6 +93,7 @@ class LintResult:
             "checked": self.checked,
             "counts": self.counts,
             "llm_calls": self.calls,
+            "llm_outcome": {"ok": self.llm_ok, "failed": self.llm_failed},
             "backend": self.backend,
             "backend_source": self.backend_source,
             "findings": [f.to_dict() for f in self.findings],
@@ -124,6 +127,11 @@ def lint(
     entries = _load_entries(wiki, rows)
     findings += _schema(wiki, rows, entries)
     findings += _supersedes(rows, by_id)
+    with read_catalog(wiki) as catalog:
+        findings += [
+            Finding("error", "forked", (f.old.id, *(h.id for h in f.heads)), f.message())
+            for f in catalog.forks(viewer)
+        ]
     findings += _tamper(wiki, viewer)
     findings += _duplicates(rows)
     findings += _alternatives(rows)
@@ -133,10 +141,11 @@ def lint(
     if viewer.sees_all:  # raw files carry no scope: only a reader of every scope may judge them
         findings += _uncited_raw(wiki, rows)
     findings += _rare_names(rows)
-    calls = 0
+    calls = failed = 0
     if llm is not None:
         limit = max_calls if max_calls is not None else int(wiki.settings.get("lint.max_calls", 10))
         found, calls = _contradictions(wiki, llm, rows, entries, limit)
+        failed = sum(1 for f in found if f.check == UNUSABLE)
         findings += found
     order = {level: i for i, level in enumerate(LEVELS)}
     findings.sort(key=lambda f: (order[f.level], f.check, f.ids, f.message))
@@ -145,6 +154,8 @@ def lint(
         findings=tuple(findings),
         calls=calls,
         backend=llm.name if llm is not None else None,
+        llm_ok=calls - failed,
+        llm_failed=failed,
     )
     _log_summary(wiki, rows, result.findings)
     return result
@@ -506,6 +517,9 @@ def _distance(a: str, b: str) -> int:
 
 # --------------------------------------------------------------------------- with an LLM
 
+UNUSABLE = "llm-unusable"  # the check of a finding made from an unusable LLM reply
+LINT_REPLY_TOKENS = 1500
+
 
 def _contradictions(
     wiki: Wiki,
@@ -514,13 +528,19 @@ def _contradictions(
     entries: dict[str, Entry],
     limit: int,
 ) -> tuple[list[Finding], int]:
-    """Ask about groups of active entries of one domain that share a tag, within ``limit`` calls."""
+    """Ask about groups of active entries of one domain that share a tag, within ``limit`` calls.
 
-    budget = int(wiki.settings.get("lint.group_tokens", 6000))
+    A reply that cannot be read (the call failed, no JSON object, no ``contradictions`` list) is
+    an error finding (:data:`UNUSABLE`): those entries were not checked, which is not the same
+    as "no contradiction". Groups shrink to fit the model's context window."""
+
+    system = render_prompt("lint_system.j2")
+    fit = backends.limits(wiki, llm)
+    room = fit.prompt_room(LINT_REPLY_TOKENS) - backends.estimate_tokens(system) - 200
+    budget = max(200, min(int(wiki.settings.get("lint.group_tokens", 6000)), room))
     groups = _tag_groups(rows, entries, budget)
     out: list[Finding] = []
     calls = 0
-    system = render_prompt("lint_system.j2")
     report = progress.current()
     report.task("lint --with-llm", total=min(len(groups), limit))
     for scope, domain, tag, members in groups:
@@ -536,15 +556,28 @@ def _contradictions(
         calls += 1
         try:
             reply = backends.call(
-                wiki, llm, prompt, purpose="lint", scope=scope, system=system, max_tokens=1500
+                wiki,
+                llm,
+                prompt,
+                purpose="lint",
+                scope=scope,
+                system=system,
+                max_tokens=LINT_REPLY_TOKENS,
             )
             data = json_object(reply.text)
-        except (WikiError, ValueError):
-            continue  # a failed call finds nothing; the next run asks again
+            said = data.get("contradictions")
+            if not isinstance(said, list):
+                raise ValueError('it has no "contradictions" list')
+        except WikiError as exc:
+            out.append(_unusable(domain, tag, members, exc.message))
+            continue
+        except ValueError as exc:
+            out.append(_unusable(domain, tag, members, f"the reply could not be read: {exc}"))
+            continue
         finally:
             report.done()
         shown = set(members)
-        for item in data.get("contradictions") or []:
+        for item in said:
             if not isinstance(item, dict):
                 continue
             a, b = str(item.get("a", "")), str(item.get("b", ""))
@@ -567,6 +600,17 @@ def _contradictions(
                 )
             )
     return out, calls
+
+
+def _unusable(domain: str, tag: str, members: Sequence[str], why: str) -> Finding:
+    return Finding(
+        "error",
+        UNUSABLE,
+        tuple(members),
+        f"the LLM's reply about {len(members)} entries of {domain} tagged {tag!r} was not "
+        f"usable ({why.rstrip('.')}); they were not checked for contradictions: run again, or "
+        "use a larger model.",
+    )
 
 
 def _tag_groups(

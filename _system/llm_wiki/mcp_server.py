@@ -21,7 +21,7 @@ from collections.abc import Callable
 from typing import Annotated, Any, TypeVar
 
 from llm_wiki.access import Viewer
-from llm_wiki.errors import InvalidInput, WikiError
+from llm_wiki.errors import InvalidInput, WikiError, storage_failure
 from llm_wiki.session import Session
 from llm_wiki.version import __version__
 from llm_wiki.wiki import Wiki
@@ -70,22 +70,32 @@ def tool_message(message: str) -> str:
     return message
 
 
-def build_server(wiki: Wiki, viewer: Viewer) -> Any:
+def build_server(
+    wiki: Wiki,
+    viewer: Viewer | None = None,
+    *,
+    open_session: Callable[[Any], Session] | None = None,
+) -> Any:
     """An MCPServer whose tools act on ``wiki`` as ``viewer``.
 
     The reader is fixed; what it may read and write is read from access.yaml at every call, so
     a scope withdrawn (or walls put up) while the server runs holds at once, not at restart.
+    ``open_session(ctx)`` replaces that: each call's Session comes from the tool call's context
+    (``llm-wiki serve`` finds the reader its HTTP request proved with a token).
     """
 
-    reader = viewer.name or None
+    reader = (viewer.name or None) if viewer is not None else None
 
-    def session() -> Session:
+    def session(ctx: Any) -> Session:
+        if open_session is not None:
+            return open_session(ctx)
         return Session(wiki, reader=reader)  # its viewer is resolved at this call
 
     try:
         from mcp.server.mcpserver import MCPServer  # deferred: the MCP SDK, only `llm-wiki mcp`
     except ImportError as exc:  # pragma: no cover - mcp is a dependency
         raise WikiError(f"the MCP SDK 2.x is missing ({exc}); pip install 'mcp>=2'.") from None
+    from mcp.server.mcpserver import Context  # deferred: the MCP SDK
     from mcp.server.mcpserver.exceptions import ToolError  # deferred: the MCP SDK
     from mcp.types import ToolAnnotations  # deferred: the MCP SDK
     from pydantic import BaseModel, Field  # deferred: pydantic, with the MCP SDK
@@ -100,6 +110,11 @@ def build_server(wiki: Wiki, viewer: Viewer) -> Any:
                 return func(*args, **kwargs)
             except WikiError as exc:
                 raise ToolError(tool_message(exc.message)) from None
+            except Exception as exc:  # a full disk, a read-only folder: one line, not a bug
+                failure = storage_failure(exc)
+                if failure is None:
+                    raise
+                raise ToolError(tool_message(failure.message)) from None
 
         return wrapper  # type: ignore[return-value]  # same signature, for the SDK's schema
 
@@ -162,6 +177,9 @@ def build_server(wiki: Wiki, viewer: Viewer) -> Any:
         supersedes: Annotated[
             list[str], Field(description="Ids of the entries this one replaces.")
         ] = [],  # noqa: B006
+        resolves: Annotated[
+            list[str], Field(description="Ids of the incidents this entry resolves (closes).")
+        ] = [],  # noqa: B006
         questions: Annotated[
             list[str], Field(description="Questions this entry answers, as someone would ask.")
         ] = [],  # noqa: B006
@@ -185,9 +203,10 @@ def build_server(wiki: Wiki, viewer: Viewer) -> Any:
         dry_run: Annotated[
             bool, Field(description="Validate and return the entry's text; write nothing.")
         ] = False,
+        ctx: Context = None,  # type: ignore[assignment]  # the SDK passes it; never in the schema
     ) -> dict[str, Any]:
 
-        result = session().write(
+        result = session(ctx).write(
             type=type,
             domain=domain,
             summary=summary,
@@ -195,6 +214,7 @@ def build_server(wiki: Wiki, viewer: Viewer) -> Any:
             tags=tags,
             actors=actors,
             supersedes=supersedes,
+            resolves=resolves,
             aliases=aliases,
             questions=questions,
             sources=sources,
@@ -223,9 +243,10 @@ def build_server(wiki: Wiki, viewer: Viewer) -> Any:
         k: Annotated[
             int | None, Field(description="Entries to open (default 3).", ge=1, le=20)
         ] = None,
+        ctx: Context = None,  # type: ignore[assignment]  # the SDK passes it; never in the schema
     ) -> dict[str, Any]:
 
-        return session().query(question, k=k).to_dict()
+        return session(ctx).query(question, k=k).to_dict()
 
     @server.tool(
         name="wiki_show",
@@ -243,9 +264,10 @@ def build_server(wiki: Wiki, viewer: Viewer) -> Any:
         max_chars: Annotated[
             int, Field(description="Longest body returned; the rest is cut.", ge=100)
         ] = SHOW_MAX_CHARS,
+        ctx: Context = None,  # type: ignore[assignment]  # the SDK passes it; never in the schema
     ) -> dict[str, Any]:
 
-        shown = session().show(id.strip())
+        shown = session(ctx).show(id.strip())
         data = shown.row.to_dict()
         body = shown.entry.body
         data["body"] = body[:max_chars]
@@ -284,11 +306,12 @@ def build_server(wiki: Wiki, viewer: Viewer) -> Any:
         cursor: Annotated[
             str | None, Field(description="next_cursor from the previous page; omit at first.")
         ] = None,
+        ctx: Context = None,  # type: ignore[assignment]  # the SDK passes it; never in the schema
     ) -> dict[str, Any]:
 
         filters = {"type": type, "domain": domain, "tag": tag, "status": status, "since": since}
         offset = _decode_cursor(cursor, filters) if cursor else 0
-        page = session().list(
+        page = session(ctx).list(
             type=type,
             domain=domain,
             tag=tag,
@@ -318,9 +341,10 @@ def build_server(wiki: Wiki, viewer: Viewer) -> Any:
     @tool_errors
     def wiki_brief(
         days: Annotated[int, Field(description="Days back, today included.", ge=1, le=366)] = 7,
+        ctx: Context = None,  # type: ignore[assignment]  # the SDK passes it; never in the schema
     ) -> dict[str, Any]:
 
-        result = session().brief(days=days)
+        result = session(ctx).brief(days=days)
         return {
             "date": result.date,
             "since": result.since,
@@ -363,11 +387,15 @@ def _decode_cursor(cursor: str, filters: dict[str, Any]) -> int:
         data = json.loads(base64.urlsafe_b64decode(padded.encode()))
         offset = int(data["o"])
         same = data["f"] == _filters_key(filters)
-    except (binascii.Error, ValueError, KeyError, TypeError):
+    except (binascii.Error, ValueError, KeyError, TypeError, OverflowError):
         raise InvalidInput(
             "cursor is not one wiki_list returned; call wiki_list without cursor to start over."
         ) from None
-    if not same or offset < 0:
+    if offset < 0 or offset > 2**62:
+        raise InvalidInput(
+            "cursor is not one wiki_list returned; call wiki_list without cursor to start over."
+        )
+    if not same:
         raise InvalidInput(
             "cursor belongs to a listing with other filters; pass the same filters as the call "
             "that returned it, or omit cursor to start over."

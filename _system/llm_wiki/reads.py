@@ -4,14 +4,16 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from llm_wiki.access import Viewer
 from llm_wiki.catalog import Row, read_catalog
 from llm_wiki.entries import Entry, decode_text, parse_entry, valid_date
 from llm_wiki.errors import InvalidInput, NotFound, WikiError
-from llm_wiki.stats import Stats, entry_stats, llm_usage
 from llm_wiki.wiki import Wiki
+
+if TYPE_CHECKING:
+    from llm_wiki.stats import Stats
 
 
 @dataclass(frozen=True)
@@ -108,6 +110,26 @@ def list_entries(
 
 
 def wiki_stats(wiki: Wiki, viewer: Viewer) -> Stats:
+    from llm_wiki.stats import entry_stats, llm_usage  # deferred: only `stats` needs it
+
     with read_catalog(wiki) as catalog:
         stats = entry_stats(wiki, catalog, viewer)
-    return dataclasses.replace(stats, extra={**stats.extra, "llm": llm_usage(wiki, viewer)})
+    from llm_wiki.ranking.vectors import describe  # deferred: only `stats` needs it
+
+    llm = {**llm_usage(wiki, viewer), "limits": configured_limits(wiki)}
+    return dataclasses.replace(stats, extra={**stats.extra, "llm": llm, "ranking": describe(wiki)})
+
+
+def configured_limits(wiki: Wiki) -> dict[str, Any] | None:
+    """The limits of the model this wiki's jobs would use (settings.yaml, ``LLM_WIKI_*``):
+    None offline; a one-line ``error`` when the settings name no usable backend or limits."""
+    import llm_wiki.backends as backends  # deferred: keeps `show` and `list` light
+
+    try:
+        backend, source = backends.resolve(wiki)
+        if not backend.is_llm:
+            return None
+        fit = backends.limits(wiki, backend)
+    except WikiError as exc:
+        return {"error": exc.message}
+    return {"backend": backend.name, "model": backend.model, **fit.to_dict()}

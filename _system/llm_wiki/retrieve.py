@@ -4,26 +4,38 @@ and answers with checked citations. Every step has a bounded cost.
 The flow (:func:`query`):
 
 1. **Lines.** The viewer's index lines (the frontmatter *is* the index). If they all fit the
-   token budget, the LLM reads them all; otherwise a lexical prefilter (FTS5 BM25 over summary,
-   tags, aliases, questions, domain and body, weighted by :data:`ranking.WEIGHTS`) keeps the best lines
-   that fit. The pick prompt never exceeds the budget, whatever the archive's size.
+   token budget, the LLM reads them all; otherwise the ranker's order (BM25F over the fields
+   and body, fused by rank with the semantic signal when the embeddings extra is on; see
+   :mod:`llm_wiki.ranking`) keeps the best lines that fit. The pick prompt never exceeds the
+   budget, whatever the archive's size.
 2. **Pick.** The LLM names at most k entries. Names that were not among the lines it was shown
-   are dropped; if none remain, the ranker's top k stand in. An explicit empty list means the LLM
-   found nothing relevant.
+   are dropped; if none remain, the ranker's top k stand in, and the answer says so
+   (``picked_by``: ``llm``, ``ranker``, or ``none`` when nothing was picked). An explicit empty
+   list means the LLM found nothing relevant.
 3. **Current state.** A picked entry that was superseded brings the entries that replaced it
-   (following the chain to the newest), opened before it.
+   (following the chain to the newest): opened before it when the question asks about now,
+   after it otherwise (so the answer can say it was superseded); a question about the old
+   design also opens what a pick replaced, before it.
 4. **Open.** Each opened entry goes into the answer prompt up to a per-entry cap: frontmatter and
    summary whole, the body excerpted (paragraphs that share the question's words first), so the
    whole prompt respects the budget even with 1 MiB bodies.
-5. **Answer.** The LLM answers from the opened entries, citing ids; citations outside the opened
-   set are flagged (:mod:`llm_wiki.citations`), never silently kept. "NOTHING FOUND" from the
-   LLM, or offline a best match below :data:`ranking.NOTHING_BELOW`, makes the answer say so.
+5. **Answer.** The LLM answers from the opened entries, citing ids. It counts as the LLM's
+   answer (``mode: llm``) only when it cites opened entries, cites nothing else, and its
+   numbers, dates and quotes occur in what it cites (:mod:`llm_wiki.citations`); otherwise the
+   answer says the LLM's was not usable, and why, and gives the extractive answer instead.
+   "NOTHING FOUND" from the LLM, or offline the ranker's :attr:`ranking.Ranking.nothing_found`, makes the
+   answer say so.
 6. **File back** (optional, LLM backends only): a passing answer drawn from one scope becomes a
    ``type: synthesis, origin: answer`` entry whose sources are the cited entries.
 
-Offline (no key, no network) the ranker picks — its top k, leaving out any whose own coverage is
-under :data:`ranking.NOTHING_BELOW` — and the answer quotes the picked entries' summaries, saying it is
-extractive.
+Offline (no key, no network) the ranker picks — its top k, leaving out any that would not
+answer the question on its own (:meth:`ranking.Ranker.on_topic`) — and the answer quotes the
+picked entries' summaries, saying it is extractive.
+
+**Budgets.** The prompt budget (``--budget``, settings ``query.budget_tokens``) shrinks to
+what the model's context window leaves after the answer's reply (:func:`budget_and_k`,
+:func:`llm_wiki.backends.limits`), so a 4k-context local model gets prompts that fit it. The
+answer reports the budgets it used (``budget``).
 
 The ranker (lexical ranking, the shortlist of lines, the stop words) is :mod:`llm_wiki.ranking`.
 """
@@ -39,15 +51,22 @@ from typing import Any
 
 from llm_wiki.access import Viewer, scope_field
 from llm_wiki.answers import Opened, compose
-from llm_wiki.backends import Backend, call, estimate_tokens, get_backend
+from llm_wiki.backends import Backend, call, estimate_tokens, get_backend, limits
 from llm_wiki.catalog import Catalog, Row, read_catalog
-from llm_wiki.citations import Statement, check_statements, evidence_from_entry, extract_cited
+from llm_wiki.citations import (
+    Statement,
+    check_facts,
+    check_statements,
+    evidence_from_entry,
+    extract_cited,
+)
 from llm_wiki.entries import Entry, dump_entry
 from llm_wiki.errors import InvalidInput, WikiError
 from llm_wiki.prompts import json_object, render_prompt
 from llm_wiki.ranking import (
+    COSINE_FLOOR,
+    HELD_FLOOR,
     MIN_LINE_TOKENS,
-    NOTHING_BELOW,
     Question,
     Ranker,
     Ranking,
@@ -109,6 +128,9 @@ class Retrieval:
     pick_prompt_tokens: int
     tokens_in: int = 0
     tokens_out: int = 0
+    picked_by: str = "none"  # "llm" | "ranker" (offline, or the LLM's pick was unusable) | "none"
+    llm_ok: int = 0  # LLM calls whose reply was used
+    llm_failed: int = 0  # LLM calls whose reply was not usable
 
     @property
     def ranked_ids(self) -> list[str]:
@@ -118,7 +140,12 @@ class Retrieval:
         return ids
 
 
-def budget_and_k(wiki: Wiki, k: int | None, budget: int | None) -> tuple[int, int]:
+def budget_and_k(
+    wiki: Wiki, k: int | None, budget: int | None, backend: Backend | None = None
+) -> tuple[int, int]:
+    """k and the prompt budget: the flag, else settings, else the defaults; with an LLM
+    ``backend``, the budget shrinks to what its model's context window leaves after the
+    answer's reply."""
     k = int(k if k is not None else wiki.settings.get("query.k", DEFAULT_K))
     budget = int(
         budget if budget is not None else wiki.settings.get("query.budget_tokens", DEFAULT_BUDGET)
@@ -127,6 +154,15 @@ def budget_and_k(wiki: Wiki, k: int | None, budget: int | None) -> tuple[int, in
         raise InvalidInput(f"--k {k} is out of range; use 1 to {MAX_K}.")
     if budget < MIN_BUDGET:
         raise InvalidInput(f"--budget {budget} is too small; use at least {MIN_BUDGET} tokens.")
+    if backend is not None and backend.is_llm:
+        fit = limits(wiki, backend)
+        budget = fit.prompt_room(ANSWER_MAX_TOKENS, budget)
+        if budget < MIN_BUDGET:
+            raise InvalidInput(
+                f"the {fit.context_window}-token context window of {backend.model} leaves "
+                f"{budget} tokens for a query prompt; use a model with at least "
+                f"{MIN_BUDGET + fit.reply_tokens(ANSWER_MAX_TOKENS) + 64} tokens of context."
+            )
     return k, budget
 
 
@@ -192,6 +228,7 @@ def retrieve(
         assert prompt_tokens <= budget, (prompt_tokens, budget)
 
     tokens_in = tokens_out = 0
+    picked_by = "none"
     if backend.is_llm and not rows:
         return Retrieval(parsed, ranking, rows, prefiltered, total, (), (), True, prompt_tokens)
     if backend.is_llm:
@@ -210,18 +247,19 @@ def retrieve(
         if said_none:
             return Retrieval(
                 parsed, ranking, rows, prefiltered, total, (), (), True, prompt_tokens,
-                tokens_in, tokens_out,
+                tokens_in, tokens_out, "llm", 1, 0,
             )  # fmt: skip
         picks = [shown[i] for i in ids] or [r.row for r in ranking.items[:k]]
         nothing = not picks
+        picked_by = "none" if nothing else "llm" if ids else "ranker"
     else:
         nothing = ranking.nothing_found
-        picks = [  # each quoted entry must answer the question on its own, as the best does
-            r.row
-            for r in ranking.items[:k]
-            if r.via or ranker.coverage(parsed, r.row) >= NOTHING_BELOW
-        ]
-    opened = () if nothing else tuple(_with_replacements(ranker, picks))
+        leading = [r.row for r in ranking.items if not r.via][:k]
+        # each quoted entry must answer the question on its own, as the best does
+        picks = [r for r, ok in zip(leading, ranker.on_topic(ranking, leading), strict=True) if ok]
+        picks = picks or leading[:1]
+        picked_by = "ranker" if picks and not nothing else "none"
+    opened = () if nothing else tuple(_with_replacements(ranker, picks, parsed.intent))
     return Retrieval(
         parsed,
         ranking,
@@ -234,6 +272,9 @@ def retrieve(
         prompt_tokens,
         tokens_in,
         tokens_out,
+        picked_by,
+        int(picked_by == "llm"),
+        int(backend.is_llm and picked_by != "llm"),
     )
 
 
@@ -255,14 +296,37 @@ def parse_pick(text: str, shown: dict[str, Row], k: int) -> tuple[list[str], boo
     return kept, explicit_none and not kept
 
 
-def _with_replacements(ranker: Ranker, picks: Sequence[Row]) -> list[Source]:
-    """The picks, each preceded by the entries that replaced it, with notes on who replaced
-    whom among them."""
+def _with_replacements(ranker: Ranker, picks: Sequence[Row], intent: str = "") -> list[Source]:
+    """The picks with the entries that replaced them, and notes on who replaced whom among
+    them. A question about now opens each pick's replacements before it; a question about the
+    old design opens what a pick replaced before it; any other opens the replacements right
+    after the pick, so the answer can say it was superseded."""
     rows: list[Row] = []
+    rivals: dict[str, set[str]] = {}  # a fork's current entries: each with the others
+
+    def add(row: Row) -> None:
+        if all(row.id != r.id for r in rows):
+            rows.append(row)
+
     for row in picks:
-        for newer in [*ranker.replacements(row), row]:
-            if all(newer.id != r.id for r in rows):
-                rows.append(newer)
+        if intent == "present":
+            group = [*ranker.replacements(row), row]
+        elif intent == "past":
+            group = [*ranker.predecessors(row), row, *ranker.replacements(row)]
+        else:
+            group = [row, *ranker.replacements(row)]
+        for member in group:
+            add(member)
+        for old_id in row.supersedes:  # a pick that is one side of a fork: show the other
+            old = ranker.catalog.get(old_id, ranker.viewer)
+            if old is None or len(old.superseded_by) < 2:
+                continue
+            heads = [r for r in ranker.replacements(old) if not r.superseded_by]
+            if len(heads) < 2:
+                continue
+            for head in heads:
+                rivals.setdefault(head.id, set()).update(h.id for h in heads if h.id != head.id)
+                add(head)
     opened = {r.id for r in rows}
     out = []
     for row in rows:
@@ -270,6 +334,8 @@ def _with_replacements(ranker: Ranker, picks: Sequence[Row]) -> list[Source]:
         replaced = [old for old in row.supersedes if old in opened]
         if replaced:
             notes.append("replaces " + ", ".join(replaced))
+        if row.id in rivals:
+            notes.append("forked: " + ", ".join(sorted(rivals[row.id])) + " also holds now")
         if row.superseded_by:
             notes.append("superseded by " + ", ".join(row.superseded_by))
         out.append(Source(row, "; ".join(notes)))
@@ -308,10 +374,21 @@ class Answer:
     filed: str | None = None  # id of the synthesis entry written by --file-back
     filed_note: str = ""  # why an answer was not filed back
     backend_source: str = ""  # where the backend's name came from (set by the Session)
+    picked_by: str = "none"  # who picked the opened entries: "llm" | "ranker" | "none"
+    rejected: str = ""  # why the LLM's answer was not used (then the answer is extractive)
+    rejected_text: str = ""  # the LLM's answer that was not used
+    llm_ok: int = 0  # LLM calls whose reply was used
+    llm_failed: int = 0  # LLM calls whose reply was not usable
+    budget: dict[str, Any] = dataclasses.field(default_factory=dict)  # the budgets it used
 
     @property
     def flagged(self) -> list[str]:
         return [c.id for c in self.cited if c.source is None]
+
+    @property
+    def llm_all_failed(self) -> bool:
+        """The LLM was asked and none of its replies could be used (the command exits 1)."""
+        return self.llm_failed > 0 and self.llm_ok == 0
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -319,11 +396,17 @@ class Answer:
             "cited": [c.to_dict() for c in self.cited],
             "opened": [s.to_dict() for s in self.opened],
             "mode": self.mode,
+            "picked_by": self.picked_by,
+            "llm_answer_rejected": (
+                {"reason": self.rejected, "text": self.rejected_text} if self.rejected else None
+            ),
             "backend": self.backend,
             "backend_source": self.backend_source or None,
             "model": self.model,
             "tokens_in": self.tokens_in,
             "tokens_out": self.tokens_out,
+            "llm_outcome": {"ok": self.llm_ok, "failed": self.llm_failed},
+            "budget": self.budget,
         }
 
 
@@ -339,8 +422,8 @@ def query(
 ) -> Answer:
     """The whole flow for one question (see the module doc); ``backend``: the wiki's own
     (:func:`llm_wiki.backends.get_backend`) when None."""
-    k, budget = budget_and_k(wiki, k, budget)
     chosen = backend or get_backend(wiki)
+    k, budget = budget_and_k(wiki, k, budget, chosen)
     if file_back and not chosen.is_llm:
         raise InvalidInput(
             "--file-back needs an LLM backend (an extractive answer adds nothing); use "
@@ -362,6 +445,38 @@ def answer_retrieved(
 ) -> Answer:
     """Step 5 for a question already retrieved: nothing found, the extractive answer offline, or
     the LLM's (``eval`` scores it against gold sentences)."""
+    answer = _answer(wiki, viewer, got, chosen, budget, file_back)
+    used: dict[str, Any] = {"prompt_tokens": budget, "pick_prompt_tokens": got.pick_prompt_tokens}
+    if chosen.is_llm:
+        fit = limits(wiki, chosen)
+        used = {
+            **used,
+            "context_window": fit.context_window,
+            "max_output": fit.max_output,
+            "limits_from": fit.source,
+            "reply_tokens": {
+                "pick": fit.reply_tokens(PICK_MAX_TOKENS),
+                "answer": fit.reply_tokens(ANSWER_MAX_TOKENS),
+            },
+            **answer.budget,
+        }
+    return dataclasses.replace(
+        answer,
+        picked_by=got.picked_by,
+        llm_ok=got.llm_ok + answer.llm_ok,
+        llm_failed=got.llm_failed + answer.llm_failed,
+        budget=used,
+    )
+
+
+def _answer(
+    wiki: Wiki,
+    viewer: Viewer,
+    got: Retrieval,
+    chosen: Backend,
+    budget: int,
+    file_back: bool,
+) -> Answer:
     if got.nothing_found:
         return Answer(
             question=got.question.text,
@@ -386,24 +501,45 @@ def _nothing_text(got: Retrieval, backend: Backend) -> str:
         return "Nothing found: the question has no words to search for; ask about a topic."
     if not got.ranking.items:
         return "Nothing found: no entry shares a key word with the question."
+    ev = got.ranking.evidence
+    if ev.unseen:
+        return (
+            f"Nothing found: no entry mentions {_either(ev.unseen)}, which the question names. "
+            "Try other words, or an LLM backend."
+        )
+    if ev.cosine is not None:
+        return (
+            "Nothing found: no entry's meaning comes close to the question (every cosine is "
+            f"below {COSINE_FLOOR:.2f}). Try other words, or an LLM backend."
+        )
     return (
-        "Nothing found: no entry matches the question well enough (the best match holds "
-        f"{got.ranking.coverage:.0%} of its key terms; the offline threshold is "
-        f"{NOTHING_BELOW:.0%}). Try other words, or an LLM backend."
+        "Nothing found: no entry holds enough of the question's specific words (the best "
+        f"holds {ev.held:.0%} of their weight; {HELD_FLOOR:.0%} is needed). Try other words, "
+        "or an LLM backend."
     )
 
 
-def _extractive(wiki: Wiki, got: Retrieval, backend: Backend) -> Answer:
-    """Offline: sentences quoted from the opened entries, chosen by what the question asks
-    (:mod:`llm_wiki.answers`), each with its id; nothing generated."""
+def _either(things: Sequence[str]) -> str:
+    quoted = [f"'{t}'" for t in things]
+    return quoted[0] if len(quoted) == 1 else ", ".join(quoted[:-1]) + " or " + quoted[-1]
+
+
+def _extractive(wiki: Wiki, got: Retrieval, backend: Backend, rejected: str = "") -> Answer:
+    """Offline, or when the LLM's answer was not usable (``rejected`` says why): sentences
+    quoted from the opened entries, chosen by what the question asks (:mod:`llm_wiki.answers`),
+    each with its id; nothing generated."""
     opened = [
         Opened(read_entry(wiki, s.row)[0], s.row.effective_status, s.row.superseded_by)
         for s in got.opened
     ]
     composed = compose(got.question.text, got.question.terms, opened)
+    why = (
+        f"the LLM's answer was not usable ({rejected}), so sentences quoted from the entries"
+        if rejected
+        else "offline backend: sentences quoted from the entries"
+    )
     lines = [
-        "Extractive answer (offline backend: sentences quoted from the entries, each with its "
-        "id; no text was generated):",
+        f"Extractive answer ({why}, each with its id; no text was generated):",
         "",
         composed.text,
     ]
@@ -415,6 +551,9 @@ def _extractive(wiki: Wiki, got: Retrieval, backend: Backend) -> Answer:
         lines.append(f"- [{row.id}] ({row.date}, {row.type}{status}) {row.summary}")
         if row.superseded_by:
             lines.append(f"  Superseded by {', '.join(row.superseded_by)}.")
+        if "forked: " in source.note:
+            rivals = source.note.split("forked: ", 1)[1].split(" also holds now")[0]
+            lines.append(f"  Forked: {rivals} supersedes the same entry and also holds now.")
         replaced = [old for old in row.supersedes if old in by_id]
         if replaced:
             lines.append(f"  It replaced {', '.join(replaced)}.")
@@ -457,7 +596,7 @@ def _generated(
     tokens_in = got.tokens_in + completion.tokens_in
     tokens_out = got.tokens_out + completion.tokens_out
     text = completion.text.strip()
-    if not text or text.upper().startswith(NOTHING_FOUND):
+    if text.upper().startswith(NOTHING_FOUND):
         return Answer(
             got.question.text,
             "Nothing found: the opened entries do not answer this question.",
@@ -468,9 +607,28 @@ def _generated(
             completion.model or backend.model,
             tokens_in,
             tokens_out,
+            llm_ok=1,
+            budget={"answer_prompt_tokens": estimate_tokens(system + "\n\n" + prompt)},
         )
     by_id = {s.row.id: s for s in got.opened}
     cited = tuple(Citation(c, by_id.get(c)) for c in extract_cited(text))
+    used = {"answer_prompt_tokens": estimate_tokens(system + "\n\n" + prompt)}
+    problem = _answer_problem(text, cited, dict(entries_by_id(entries)))
+    if problem:
+        fallback = _extractive(wiki, got, backend, rejected=problem)
+        return dataclasses.replace(
+            fallback,
+            model=completion.model or backend.model,
+            tokens_in=tokens_in,
+            tokens_out=tokens_out,
+            rejected=problem,
+            rejected_text=text,
+            llm_failed=1,
+            budget=used,
+            filed_note=f"Not filed back: the LLM's answer was not usable ({problem})."
+            if file_back
+            else "",
+        )
     answer = Answer(
         got.question.text,
         text,
@@ -481,10 +639,33 @@ def _generated(
         completion.model or backend.model,
         tokens_in,
         tokens_out,
+        llm_ok=1,
+        budget=used,
     )
     if file_back:
         answer = _file_back(wiki, viewer, answer, [e for _, e in entries])
     return answer
+
+
+def entries_by_id(entries: Sequence[tuple[Source, Any]]) -> Iterable[tuple[str, Any]]:
+    return ((s.row.id, e) for s, e in entries)
+
+
+def _answer_problem(text: str, cited: Sequence[Citation], opened: dict[str, Entry]) -> str:
+    """Why a generated answer cannot stand as the LLM's (empty: it can): it must cite opened
+    entries, cite nothing else, and hold no number, date or quote its citations lack."""
+    if not text:
+        return "the reply is empty"
+    if not cited:
+        return "it cites no entry"
+    outside = [c.id for c in cited if c.source is None]
+    if outside:
+        return "it cites entries that were not opened: " + ", ".join(outside[:3])
+    evidence = [evidence_from_entry(opened[c.id]) for c in cited if c.id in opened]
+    problems = check_facts(text, evidence, strip=set(opened) | {c.id for c in cited})
+    if problems:
+        return "; ".join(p.detail for p in problems[:2])
+    return ""
 
 
 def _answer_prompt(question: Question, entries: Sequence[tuple[Source, Any]], budget: int) -> str:

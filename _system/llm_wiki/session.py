@@ -56,6 +56,7 @@ if TYPE_CHECKING:
     from llm_wiki.site import SiteResult
     from llm_wiki.stats import Stats
     from llm_wiki.sync import SyncResult
+    from llm_wiki.tokens import Issued, Token
     from llm_wiki.verify import VerifyResult
     from llm_wiki.write import WriteResult
 
@@ -112,6 +113,7 @@ class Session:
         tags: Sequence[str] = (),
         actors: Sequence[str] = (),
         supersedes: Sequence[str] = (),
+        resolves: Sequence[str] = (),
         alternatives: Sequence[Alternative | Mapping[str, str] | str] = (),
         aliases: Sequence[str] = (),
         questions: Sequence[str] = (),
@@ -140,6 +142,7 @@ class Session:
             tag=tags,
             actor=actors,
             supersedes=supersedes,
+            resolves=resolves,
             alias=aliases,
             question=questions,
             source=sources,
@@ -469,15 +472,25 @@ class Session:
 
     # ------------------------------------------------------------------ the disk, every scope
 
-    def index(self, *, check: bool = False, progress: Progress | None = None) -> IndexResult:
-        """Bring the catalog, INDEX.md and index/ up to date; ``check``: only say what is stale."""
-        from llm_wiki.catalog import check_index, rebuild_index  # deferred: start-up
+    def index(
+        self, *, check: bool = False, full: bool = False, progress: Progress | None = None
+    ) -> IndexResult:
+        """Bring the catalog, INDEX.md and index/ up to date; ``check``: only say what is stale;
+        ``full``: drop the catalog and build it from every file (after a hand edit of it)."""
+        from llm_wiki.catalog import check_index, read_catalog, rebuild_index  # deferred: start-up
 
         self._disk("index")
         if check:
             return check_index(self.wiki)
         with reporting(progress):
-            return rebuild_index(self.wiki)
+            result = rebuild_index(self.wiki, full=full)
+            from llm_wiki.ranking import vectors  # deferred: start-up (numpy only when on)
+
+            if not vectors.status(self.wiki).on:
+                return result
+            with read_catalog(self.wiki) as catalog:
+                refreshed = vectors.refresh(self.wiki, catalog)
+        return dataclasses.replace(result, vectors=refreshed.to_dict())
 
     def archive(
         self,
@@ -501,6 +514,31 @@ class Session:
 
         self._disk("sync")
         return sync_wiki(self.wiki, remote=remote, push=push)
+
+    # ------------------------------------------------------------------ the team server
+
+    def add_token(self, reader: str, *, rotate: bool = False) -> Issued:
+        """A new token for ``reader`` (shown once; the wiki keeps its hash). One per reader:
+        ``rotate`` replaces the one it has. Under walls the reader must be in access.yaml."""
+        from llm_wiki.tokens import add_token  # deferred: start-up
+
+        self._disk("token add")
+        return add_token(self.wiki, reader, rotate=rotate)
+
+    def tokens(self) -> Sequence[Token]:
+        """The tokens issued: reader, id, created and last used (never the token)."""
+        from llm_wiki.tokens import list_tokens  # deferred: start-up
+
+        self._disk("token list")
+        return list_tokens(self.wiki)
+
+    def revoke_token(self, who: str) -> Sequence[Token]:
+        """Revoke the token of reader ``who`` (or with id ``who``); it is refused from the next
+        request on."""
+        from llm_wiki.tokens import revoke_token  # deferred: start-up
+
+        self._disk("token revoke")
+        return revoke_token(self.wiki, who)
 
 
 def _alternative(value: Alternative | Mapping[str, str] | str) -> Any:

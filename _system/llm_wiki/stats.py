@@ -70,6 +70,7 @@ def llm_usage(
         return {"calls": 0, "failed": 0, "tokens_in": 0, "tokens_out": 0}
 
     total = bucket()
+    by_model: dict[str, dict[str, int]] = {}  # with the limits its calls were sent under
     by_purpose: dict[str, dict[str, int]] = {}
     by_day: dict[str, dict[str, int]] = {}
     by_scope: dict[str, dict[str, int]] = {}
@@ -91,8 +92,19 @@ def llm_usage(
             group["failed"] += 0 if call.get("ok", True) else 1
             group["tokens_in"] += int(call.get("tokens_in") or 0)
             group["tokens_out"] += int(call.get("tokens_out") or 0)
+        model = by_model.setdefault(
+            f"{call.get('backend') or '?'}/{call.get('model') or '?'}",
+            {**bucket(), "context_window": 0, "max_tokens": 0},
+        )
+        model["calls"] += 1
+        model["failed"] += 0 if call.get("ok", True) else 1
+        model["tokens_in"] += int(call.get("tokens_in") or 0)
+        model["tokens_out"] += int(call.get("tokens_out") or 0)
+        model["context_window"] = int(call.get("context_window") or model["context_window"])
+        model["max_tokens"] = max(model["max_tokens"], int(call.get("max_tokens") or 0))
     return {
         **total,
+        "by_model": dict(sorted(by_model.items())),
         "by_purpose": dict(sorted(by_purpose.items())),
         "by_day": dict(sorted(by_day.items())),
         "by_scope": dict(sorted(by_scope.items())),

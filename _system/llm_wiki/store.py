@@ -10,12 +10,13 @@ from __future__ import annotations
 
 import contextlib
 import errno
+import functools
 import json
 import os
 import re
 from collections.abc import Iterator
 from pathlib import Path
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 import llm_wiki.clock as clock
 from llm_wiki.entries import sha256_hex
@@ -33,9 +34,25 @@ def sha256_bytes(data: bytes) -> str:
     return sha256_hex(data)
 
 
-def iter_entry_months(wiki: Wiki) -> Iterator[tuple[str, list[tuple[str, int, int]]]]:
+def sha256_bulk(data: bytes) -> str:
+    """:func:`sha256_bytes` for code that hashes every file (a build, ``verify``): OpenSSL's
+    SHA-256 is several times faster per byte, but loading it would cost ``write`` ~2 ms."""
+    return openssl_sha256()(data).hexdigest()
+
+
+@functools.cache
+def openssl_sha256() -> Any:
+    import hashlib  # deferred: OpenSSL (~2 ms), only for code that hashes every file
+
+    return hashlib.sha256
+
+
+def iter_entry_months(
+    wiki: Wiki, *, stat: bool = True
+) -> Iterator[tuple[str, list[tuple[str, int, int]]]]:
     """Each ``entries/YYYY/MM/`` folder (in order) with its ``*.md`` files as (name, mtime_ns,
-    size), sorted by name."""
+    size), sorted by name (``stat`` False: mtime and size 0, for a caller that reads them all
+    anyway)."""
     for year, year_path in _sorted_dirs(wiki.entries_dir):
         for month, month_path in _sorted_dirs(year_path):
             files = []
@@ -43,15 +60,18 @@ def iter_entry_months(wiki: Wiki) -> Iterator[tuple[str, list[tuple[str, int, in
                 for e in it:
                     name = e.name
                     if name[-3:] == ".md" and name[0] != ".":
-                        st = e.stat()
-                        files.append((name, st.st_mtime_ns, st.st_size))
+                        if stat:
+                            st = e.stat()
+                            files.append((name, st.st_mtime_ns, st.st_size))
+                        else:
+                            files.append((name, 0, 0))
             files.sort()
             yield f"entries/{year}/{month}/", files
 
 
-def iter_entry_files(wiki: Wiki) -> Iterator[tuple[str, int, int]]:
+def iter_entry_files(wiki: Wiki, *, stat: bool = True) -> Iterator[tuple[str, int, int]]:
     """Every ``entries/YYYY/MM/*.md`` as (path relative to the root, mtime_ns, size), sorted."""
-    for prefix, files in iter_entry_months(wiki):
+    for prefix, files in iter_entry_months(wiki, stat=stat):
         for name, mtime, size in files:
             yield prefix + name, mtime, size
 
@@ -157,20 +177,93 @@ def parse_log_line(line: str) -> LogLine | None:
 
 def read_log(wiki: Wiki, start: int = 0) -> Iterator[tuple[int, LogLine]]:
     """Complete log lines from byte offset ``start``, each with the offset just past it."""
-    try:
-        with open(wiki.log_path, "rb") as fh:
-            fh.seek(start)
-            data = fh.read()
-    except FileNotFoundError:
-        return
-    offset = start
-    for raw in data.splitlines(keepends=True):
-        offset += len(raw)
-        if not raw.endswith(b"\n"):
-            break  # a torn last line (a writer died mid-append) is not a line
-        parsed = parse_log_line(raw.decode("utf-8", "replace").rstrip("\r\n"))
+    for offset, text in log_texts(wiki, start):
+        parsed = parse_log_line(text)
         if parsed is not None:
             yield offset, parsed
+
+
+def log_texts(wiki: Wiki, start: int = 0) -> Iterator[tuple[int, str]]:
+    """The text of each complete log line from byte offset ``start`` (line break cut), with
+    the offset just past it.
+
+    Streamed, a line at a time (log.md grows by one line per write: ``verify`` of a big wiki
+    must not hold it all). Lines end where ``bytes.splitlines`` ends them, and one that does
+    not end in a line feed (a torn last line: a writer died mid-append; or a lone CR) ends
+    the log, as it did when the whole file was read and split.
+    """
+    for offset, raw in _log_lines(wiki, start):
+        yield offset, raw.decode("utf-8", "replace").rstrip("\r\n")
+
+
+def _log_lines(wiki: Wiki, start: int = 0) -> Iterator[tuple[int, bytes]]:
+    """:func:`log_texts`'s lines as bytes, line break kept."""
+    try:
+        fh = open(wiki.log_path, "rb")  # noqa: SIM115 (closed below; a missing log is empty)
+    except FileNotFoundError:
+        return
+    with fh:
+        fh.seek(start)
+        offset = start
+        for chunk in fh:  # split at b"\n"; a CR inside splits further, as splitlines does
+            for raw in chunk.splitlines(keepends=True) if b"\r" in chunk else (chunk,):
+                offset += len(raw)
+                if not raw.endswith(b"\n"):
+                    return  # a torn last line (a writer died mid-append) is not a line
+                yield offset, raw
+
+
+@functools.cache
+def _write_line_re() -> re.Pattern[bytes]:
+    """A write line exactly as format_log_line writes one, every field unquoted and printable
+    ASCII (no space, ``"`` or ``=``), line feed and all: matched as bytes, so the usual line is
+    neither decoded nor split. On such a line parse_log_line reads the same four fields."""
+    field = rb"([!#-<>-~]+)"
+    return re.compile(
+        rb"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ write "
+        + field
+        + rb" sha256="
+        + field
+        + rb" scope="
+        + field
+        + rb" path="
+        + field
+        + rb"\n"
+    )
+
+
+def iter_writes(wiki: Wiki) -> Iterator[tuple[str, str, str, str]]:
+    """(id, sha256, scope, path) of every write line, in log order, each field "" when the
+    line has none: what parse_log_line reads, with the common shape read by one pattern
+    (``verify`` reads one line per entry)."""
+    match = _write_line_re().fullmatch
+    for _, raw in _log_lines(wiki):
+        got = match(raw)
+        if got is not None:
+            entry_id, sha, scope, path = got.groups()
+            yield entry_id.decode(), sha.decode(), scope.decode(), path.decode()
+            continue
+        line = parse_log_line(raw.decode("utf-8", "replace").rstrip("\r\n"))
+        if line is not None and line.op == "write" and line.subject:
+            f = line.fields
+            yield line.subject, f.get("sha256", ""), f.get("scope", ""), f.get("path", "")
+
+
+def read_whole(path: str) -> bytes:
+    """A file's bytes by plain ``os.read`` calls: no file object (``verify`` reads every
+    entry, and ``open`` costs more than the read)."""
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        want = os.fstat(fd).st_size + 1  # one byte more: a file that grew is read to its end
+        data = os.read(fd, want)
+        if len(data) < want:  # a short read of a regular file: its end
+            return data
+        chunks = [data]
+        while chunk := os.read(fd, 1 << 16):
+            chunks.append(chunk)
+        return b"".join(chunks)
+    finally:
+        os.close(fd)
 
 
 def append_log(wiki: Wiki, *lines: str) -> None:
@@ -190,12 +283,20 @@ def append_log(wiki: Wiki, *lines: str) -> None:
                 cut = os.pread(fd, end - start, start).rfind(b"\n")
                 keep, end = (start + cut + 1 if cut >= 0 else 0), start
             os.ftruncate(fd, keep)
+            size = keep
         if os.environ.get(CRASH_ENV) == "mid-log":
             os.write(fd, data[: max(1, len(data) // 2)])
             os.fsync(fd)
             crashpoint("mid-log")
-        os.write(fd, data)
-        os.fsync(fd)
+        try:
+            view = memoryview(data)
+            while view:  # a write may be short (a file-size limit): go on until it fails
+                view = view[os.write(fd, view) :]
+            os.fsync(fd)
+        except BaseException:
+            with contextlib.suppress(OSError):  # no torn line left behind: the lock is held
+                os.ftruncate(fd, size)
+            raise
     finally:
         os.close(fd)
 
@@ -204,3 +305,34 @@ def log_op(wiki: Wiki, op: str, subject: str = "", **fields: object) -> None:
     """Record one operation in log.md (taking the write lock)."""
     with locked(wiki):
         append_log(wiki, format_log_line(op, subject, **fields))
+
+
+# --------------------------------------------------------------------------- the log's anchor
+
+
+def log_lines(data: bytes) -> set[bytes]:
+    """The complete lines of a log.md (a torn last line is none), each without its newline."""
+    lines = data.split(b"\n")
+    lines.pop()  # what follows the last newline: empty, or a torn line
+    return {line.rstrip(b"\r") for line in lines if line.strip()}
+
+
+def anchor_path(wiki: Wiki) -> Path:
+    """log.md as this clone last saw it whole (at its last sync or verify): every line in it must
+    stay, byte for byte, in every later log.md."""
+    return wiki.state_path("log-seen.md")
+
+
+def read_anchor(wiki: Wiki) -> set[bytes]:
+    try:
+        return log_lines(anchor_path(wiki).read_bytes())
+    except FileNotFoundError:
+        return set()
+
+
+def describe_line(line: bytes) -> str:
+    """A dropped log line, in a few words: ``write 2026-05-02-use-postgres-3f2a``."""
+    parsed = parse_log_line(line.decode("utf-8", "replace"))
+    if parsed is None:
+        return repr(line[:80].decode("utf-8", "replace"))
+    return f"{parsed.op} {parsed.subject}".strip() + f" of {parsed.time}"

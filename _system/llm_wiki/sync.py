@@ -24,6 +24,8 @@ import llm_wiki.store as store
 from llm_wiki.access import Viewer
 from llm_wiki.catalog import open_catalog
 from llm_wiki.errors import InvalidInput, WikiError
+from llm_wiki.files import atomic_write
+from llm_wiki.verify import verify
 from llm_wiki.wiki import Wiki
 
 SYNCED = ("entries", "raw", "archive", "log.md", ".gitattributes", ".gitignore")
@@ -80,6 +82,8 @@ def sync_wiki(wiki: Wiki, *, remote: str | None = None, push: bool = True) -> Sy
                 f"git push to {name} failed: {_first_line(proc.stderr)}; your commit is kept, "
                 "run `llm-wiki sync` again."
             )
+    log = wiki.log_path.read_bytes() if wiki.log_path.exists() else b""
+    atomic_write(store.anchor_path(wiki), log[: log.rfind(b"\n") + 1])
     return SyncResult(
         committed,
         commit,
@@ -115,6 +119,11 @@ def _check_repository(wiki: Wiki) -> None:
             f"`raw/** -text` and `archive/** -text` to {wiki.root / '.gitattributes'} "
             "(llm-wiki init writes them), then sync."
         )
+    if _rebase_in_progress(wiki):
+        raise WikiError(
+            f"a git rebase is in progress in {wiki.root}; finish it (`git rebase --continue`) "
+            "or abort it (`git rebase --abort`), then sync."
+        )
     if not _git(wiki, "ls-files", "--", "schema.md", what="list files"):
         raise WikiError(
             "the wiki is not in git yet: commit it once (`git add -A && git commit -m "
@@ -146,6 +155,7 @@ def _target(wiki: Wiki, remote: str | None, branch: str) -> tuple[str, str] | No
 def _commit(wiki: Wiki) -> tuple[int, str | None]:
     """Commit what the tool wrote; (files, commit) or (0, None) when nothing is new."""
     store.append_log(wiki)  # cuts a line torn by a writer that died mid-append
+    _require_intact(wiki, "refusing to commit")
     paths = [p for p in SYNCED if (wiki.root / p).exists() or _tracked(wiki, p)]
     _git(wiki, "add", "-A", "--", *paths, what="stage the new files")
     status = _git(
@@ -199,11 +209,14 @@ def _pull(wiki: Wiki, name: str, ref: str) -> int:
     before_head = _git(wiki, "rev-parse", "HEAD", what="read HEAD")
     if not _git(wiki, "ls-remote", "--heads", name, ref, what=f"reach {name}"):
         return 0  # the remote branch does not exist yet: the push creates it
-    seen = _run(wiki, "rev-parse", "--verify", "--quiet", f"refs/remotes/{name}/{ref}")
+    seen_remote = _run(wiki, "rev-parse", "--verify", "--quiet", f"refs/remotes/{name}/{ref}")
     # An archived entry's removal next to a new entry looks like a rename to git, and two clones'
     # "renames" of one file conflict; entries are never renamed, so rename detection is off.
     # merge-ort ignores that before git 2.50; "recursive" (merge-recursive before 2.50, ort
     # from then on) heeds it everywhere.
+    seen = store.log_lines(_show(wiki, "HEAD:log.md")) | store.read_anchor(wiki)
+    if seen_remote.returncode == 0:
+        seen |= store.log_lines(_show(wiki, f"{seen_remote.stdout.strip()}:log.md"))
     proc = _run(
         wiki,
         "-c",
@@ -218,15 +231,30 @@ def _pull(wiki: Wiki, name: str, ref: str) -> int:
         ref,
     )
     if proc.returncode != 0:
-        if os.path.exists(_git(wiki, "rev-parse", "--git-path", "rebase-merge", what="rebase")):
+        if _rebase_in_progress(wiki):
             _run(wiki, "rebase", "--abort")
         raise WikiError(
             f"git pull from {name} stopped: {_first_line(proc.stderr or proc.stdout)}; nothing "
             "was lost (your commit is kept), merge by hand with `git pull --rebase`, then sync."
         )
     after = _git(wiki, "rev-parse", f"refs/remotes/{name}/{ref}", what="read the remote branch")
-    span = f"{seen.stdout.strip()}..{after}" if seen.returncode == 0 else after
+    span = f"{seen_remote.stdout.strip()}..{after}" if seen_remote.returncode == 0 else after
     pulled = int(_git(wiki, "rev-list", "--count", span, what="count commits") or 0)
+    if pulled:
+        lost = seen - store.log_lines(wiki.log_path.read_bytes())
+        try:
+            if lost:
+                first = store.describe_line(sorted(lost)[0])
+                raise WikiError(
+                    f"refusing what {name}/{ref} holds: its history drops or rewrites "
+                    f"{len(lost)} log.md line(s) this clone holds (first: {first}), which means "
+                    f"entries were removed or changed; nothing was taken in. Find who changed "
+                    f"it: git log -p {name}/{ref} -- log.md"
+                )
+            _require_intact(wiki, f"refusing what {name}/{ref} holds", pulled_from=f"{name}/{ref}")
+        except WikiError:
+            _git(wiki, "reset", "--quiet", "--keep", before_head, what="undo the pull")
+            raise
     # Files git checked out are 0644; entries are read-only (0444) everywhere.
     added = _git(
         wiki,
@@ -274,6 +302,48 @@ def _git(wiki: Wiki, *args: str, what: str = "", check: bool = True) -> Any:
             "fix the repository and sync again."
         )
     return proc.stdout.strip()
+
+
+def _show(wiki: Wiki, spec: str) -> bytes:
+    """A file as git holds it (``HEAD:log.md``); b"" when there is none."""
+    try:
+        proc = subprocess.run(
+            ["git", "-C", str(wiki.root), "show", spec],
+            capture_output=True,
+            stdin=subprocess.DEVNULL,
+        )
+    except FileNotFoundError:
+        raise WikiError("git is not installed; install git to use `llm-wiki sync`.") from None
+    return proc.stdout if proc.returncode == 0 else b""
+
+
+def _require_intact(wiki: Wiki, doing: str, *, pulled_from: str = "") -> None:
+    """Refuse to commit, or to take in a pull, while the record is not intact: an entry whose
+    bytes differ from its logged sha256, a logged entry gone, a file with no log line, or a log
+    line (committed, or seen by this clone) dropped or rewritten. Says which."""
+    findings = verify(wiki, Viewer.everyone(), lock_held=True).findings  # sync holds it
+    if not findings:
+        return
+    names = ", ".join(f"{f.kind}: {f.id or f.path}" for f in findings[:3])
+    more = f" and {len(findings) - 3} more" if len(findings) > 3 else ""
+    if pulled_from:
+        raise WikiError(
+            f"{doing}: its entries do not match their log ({names}{more}); nothing was taken "
+            f"in. Find who changed them: git log -p {pulled_from} -- entries log.md"
+        )
+    raise WikiError(
+        f"{doing}: the record is not intact ({names}{more}); see `llm-wiki verify`, restore "
+        "what was changed from git (git checkout HEAD -- log.md entries), then sync."
+    )
+
+
+def _rebase_in_progress(wiki: Wiki) -> bool:
+    """git gives --git-path relative to the directory it ran in (-C: the wiki), not to ours."""
+    for name in ("rebase-merge", "rebase-apply"):
+        rel = _git(wiki, "rev-parse", "--git-path", name, what="find the rebase state")
+        if (wiki.root / rel).exists():  # an absolute rel replaces wiki.root
+            return True
+    return False
 
 
 def _tracked(wiki: Wiki, path: str) -> bool:

@@ -1,8 +1,18 @@
-"""The tamper check: every entry against the sha256 that log.md recorded when it was written."""
+"""The tamper check: every entry against the sha256 that log.md recorded when it was written.
+
+One pass over the entry files, with log.md read once: each logged entry is held as its id and
+one short bytes record (flags, the sha256's 32 bytes, the scope), so memory stays small however
+big the wiki; a file is parsed only when the catalog holds no row parsed from the very same bytes.
+The checks of the history (the anchor, git) compare log.md byte for byte with what was recorded
+and fall back to comparing line sets only when it is not a plain extension of it.
+"""
 
 from __future__ import annotations
 
+import contextlib
 import os
+import re
+import subprocess
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
@@ -11,14 +21,20 @@ import llm_wiki.store as store
 from llm_wiki.access import Viewer
 from llm_wiki.entries import decode_text, parse_entry
 from llm_wiki.errors import InvalidInput, WikiError
+from llm_wiki.files import fsync_dir
 from llm_wiki.wiki import Wiki
 
 KINDS = {
     "edited": "its bytes differ from the sha256 logged when it was written",
     "removed": "it was logged but its file is gone (and it is in no archive)",
     "unlogged": "its file has no write line in log.md (a write that died, or added by hand)",
+    "unreadable": "its file does not parse as an entry, so every read of it fails",
     "unreadable-archive": "the archive file cannot be read whole",
     "archive-mismatch": "its copy in an archive differs from the logged sha256",
+    "dropped-line": "a log.md line that was recorded (committed to git, or seen by this clone) "
+    "is gone or rewritten",
+    "rewritten": "a git commit changed this entry's file after it was committed (entries are "
+    "never edited)",
 }
 
 
@@ -132,93 +148,269 @@ def logged_entries(lines: Any, into: dict[str, list[str]] | None = None) -> dict
     return logged
 
 
+# A logged entry's record: one flags byte, the sha256's 32 bytes, the scope's UTF-8.
+_SEEN = 1  # its file (or an archive member) was found
+_PARSED = 2  # the catalog holds a row parsed from the logged bytes
+_NO_SHA = b"-" * 32  # stands for a logged sha256 that is not one: no digest is this
+_FLAGS = [bytes((i,)) for i in range(4)]
+# The usual write line exactly as format_log_line writes it, every field unquoted printable
+# ASCII (no space, ``"`` or ``=``) and the sha256 64 lowercase hex digits, line feed and all.
+# On such a line parse_log_line reads the same subject, sha256 and scope; any other line goes to
+# parse_log_line.
+_WRITE = re.compile(
+    rb"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ write ([!#-<>-~]+) sha256=([0-9a-f]{64})"
+    rb" scope=([!#-<>-~]+) path=[!#-<>-~]+\n"
+)
+
+
+def _record(sha: str, scope: str) -> bytes:
+    try:
+        digest = bytes.fromhex(sha)
+    except ValueError:
+        digest = _NO_SHA
+    if len(digest) != 32 or digest.hex() != sha:
+        digest = _NO_SHA  # not a sha256 as hexdigest writes it: no file matches it
+    return b"\x00" + digest + scope.encode()
+
+
+class _Log:
+    """log.md's write lines, as records (see above), read from byte 0 or from where a caller
+    that follows the log stopped."""
+
+    def __init__(self, wiki: Wiki) -> None:
+        self.wiki = wiki
+        self.records: dict[str, bytes] = {}
+        self.offset = 0
+
+    def follow(self) -> None:
+        """Read the write lines from ``offset`` on (a record already found keeps its flag)."""
+        match = _WRITE.fullmatch
+        records = self.records
+        keep = bool(records)
+        offset = self.offset
+        for offset, raw in store._log_lines(self.wiki, self.offset):  # noqa: B007
+            got = match(raw)
+            if got is not None:
+                entry_id = got.group(1).decode()
+                record = b"\x00" + bytes.fromhex(got.group(2).decode()) + got.group(3)
+            else:
+                line = store.parse_log_line(raw.decode("utf-8", "replace").rstrip("\r\n"))
+                if line is None or line.op != "write" or not line.subject:
+                    continue
+                entry_id = line.subject
+                record = _record(line.fields.get("sha256", ""), line.fields.get("scope", ""))
+            if keep:
+                old = records.get(entry_id)
+                if old is not None and old[0] & _SEEN:
+                    record = _FLAGS[_SEEN] + record[1:]
+            records[entry_id] = record
+        self.offset = offset
+
+    def path(self, ids: set[str]) -> dict[str, str]:
+        """The path each of ``ids`` was written to (its last write line): a second pass, for
+        the few entries verify reports removed."""
+        paths: dict[str, str] = {}
+        for _, line in store.read_log(self.wiki):
+            if line.op == "write" and line.subject in ids:
+                paths[line.subject] = line.fields.get("path", "")
+        return paths
+
+
 def verify(
     wiki: Wiki,
     viewer: Viewer,
     *,
+    lock_held: bool = False,
     logged: dict[str, list[str]] | None = None,
+    logged_to: int = 0,
     hashes: HashCache | None = None,
 ) -> VerifyResult:
     """Find entries edited, removed or added behind the tool's back, and broken archives.
 
-    Findings about entries the viewer may not read are left out: hidden looks like absent.
-    ``logged`` (from :func:`logged_entries`) saves reading log.md; ``hashes`` lets a site build
-    skip files unchanged since its last build (see :class:`HashCache`).
+    Beyond the files and log.md, it checks what this clone can prove from its own record: every
+    line of log.md it has seen whole (``store.anchor_path``) and, in a git repository, every
+    line any commit held are still in log.md, and no commit rewrote an entry. Findings about
+    entries the viewer may not read are left out: hidden looks like absent.
+
+    ``logged`` (from :func:`logged_entries`, of log.md up to byte ``logged_to``) saves reading
+    log.md; ``hashes`` lets a site build skip files unchanged since its last build (see
+    :class:`HashCache`).
     """
+    from llm_wiki.catalog import each_parsed_sha  # deferred: only verify reads it
+
+    log = _Log(wiki)
+    records = log.records
     if logged is None:
-        logged = logged_entries((line.time, line.op, line.subject, line.fields)
-                                for _, line in store.read_log(wiki))  # fmt: skip
+        log.follow()
+    else:
+        for entry_id, (sha, _, in_scope, _) in logged.items():
+            records[entry_id] = _record(sha, in_scope)
+        log.offset = logged_to
+    for entry_id, sha in each_parsed_sha(wiki):  # bytes the catalog parsed need no second parse
+        record = records.get(entry_id)
+        if record is not None and record[1:33].hex() == sha:
+            records[entry_id] = _FLAGS[record[0] | _PARSED] + record[1:]
     findings: list[Finding] = []
-    present: set[str] = set()
+    found: set[str] = set()  # files (or members) with no record when they were found: few
     checked = 0
+    sees_all = viewer.sees_all
+    scope: bytes | str
+    seen: dict[bytes | str, bool] = {}
 
-    seen: dict[str, bool] = {}
-
-    def visible(scope: str) -> bool:
+    def visible(scope: bytes | str) -> bool:
         got = seen.get(scope)
         if got is None:
-            got = seen[scope] = viewer.sees([scope])
+            text = scope.decode() if isinstance(scope, bytes) else scope
+            got = seen[scope] = viewer.sees([text])
         return got
 
+    def mark(entry_id: str, record: bytes) -> None:
+        records[entry_id] = _FLAGS[record[0] | _SEEN] + record[1:]
+
+    sha256 = store.openssl_sha256()
+    read = store.read_whole
     root = str(wiki.root) + os.sep
-    for rel, st in store.iter_entry_stats(wiki):
-        path = root + rel
-        entry_id = rel[rel.rindex("/") + 1 : -3]
-        present.add(entry_id)
-        record = logged.get(entry_id)
-        if record is None:
-            with open(path, "rb") as fh:
-                data = fh.read()
-            if not visible(_scope_of(data, rel)):
+    unlogged: list[tuple[str, str, bytes, os.stat_result | None]] = []
+    if hashes is None:
+        for rel, _, _ in store.iter_entry_files(wiki, stat=False):
+            try:
+                data = read(root + rel)
+            except FileNotFoundError:
+                continue  # archived (or a write taken back) since the folder was listed
+            entry_id = rel[rel.rindex("/") + 1 : -3]
+            record = records.get(entry_id)
+            if record is None:
+                unlogged.append((entry_id, rel, data, None))
+                continue
+            flags = record[0]
+            if not flags & _SEEN:
+                records[entry_id] = _FLAGS[flags | _SEEN] + record[1:]
+            if not sees_all and not visible(record[33:]):
                 continue
             checked += 1
-            if hashes is not None:  # what its page shows: named by its bytes' sha256
-                hashes.record(rel, st, store.sha256_bytes(data))
-            findings.append(Finding("unlogged", entry_id, rel, KINDS["unlogged"]))
-            continue
-        if not visible(record[2]):
-            continue
-        checked += 1
-        if hashes is not None:
-            sha = hashes.sha_of(path, rel, st)
+            if record[1:33] != sha256(data).digest():
+                findings.append(Finding("edited", entry_id, rel, KINDS["edited"]))
+            elif not flags & _PARSED and not _parses(data, rel):
+                findings.append(Finding("unreadable", entry_id, rel, KINDS["unreadable"]))
+    else:
+        for rel, st in store.iter_entry_stats(wiki):
+            path = root + rel
+            entry_id = rel[rel.rindex("/") + 1 : -3]
+            record = records.get(entry_id)
+            if record is None:
+                try:
+                    data = read(path)
+                except FileNotFoundError:
+                    continue
+                unlogged.append((entry_id, rel, data, st))
+                continue
+            flags = record[0]
+            if not flags & _SEEN:
+                records[entry_id] = _FLAGS[flags | _SEEN] + record[1:]
+            if not sees_all and not visible(record[33:]):
+                continue
+            try:
+                sha = hashes.sha_of(path, rel, st)
+            except FileNotFoundError:
+                records[entry_id] = record  # not found after all
+                continue
+            checked += 1
+            if record[1:33].hex() != sha:
+                findings.append(Finding("edited", entry_id, rel, KINDS["edited"]))
+            elif not flags & _PARSED:
+                try:
+                    data = read(path)
+                except FileNotFoundError:
+                    continue
+                if not _parses(data, rel):
+                    findings.append(Finding("unreadable", entry_id, rel, KINDS["unreadable"]))
+    if unlogged:
+        # A write links its file, then appends its line: a file seen before its line is a write
+        # in progress. Read the lines written since; for what is left, wait for the write lock
+        # (no write is then half-done) and read once more.
+        log.follow()
+        if any(entry_id not in records for entry_id, _, _, _ in unlogged):
+            with contextlib.nullcontext() if lock_held else store.locked(wiki):
+                log.follow()
+                gone = {e for e, rel, _, _ in unlogged if not os.path.exists(root + rel)}
         else:
-            with open(path, "rb") as fh:
-                sha = store.sha256_bytes(fh.read())
-        if record[0] != sha:
-            findings.append(Finding("edited", entry_id, rel, KINDS["edited"]))
+            gone = set()
+        for entry_id, rel, data, stat in unlogged:
+            if entry_id in gone:
+                continue
+            record = records.get(entry_id)
+            if record is None:
+                found.add(entry_id)
+            else:
+                mark(entry_id, record)
+            if not visible(record[33:] if record is not None else _scope_of(data, rel)):
+                continue
+            checked += 1
+            digest = sha256(data).digest()
+            if hashes is not None and stat is not None:  # its page is named by its sha256
+                hashes.record(rel, stat, digest.hex())
+            if record is None:
+                findings.append(Finding("unlogged", entry_id, rel, KINDS["unlogged"]))
+            elif record[1:33] != digest:
+                findings.append(Finding("edited", entry_id, rel, KINDS["edited"]))
+            elif not _parses(data, rel):
+                findings.append(Finding("unreadable", entry_id, rel, KINDS["unreadable"]))
     for name in sorted(store.archive_names(wiki)):
         for rel, sha, member_scope in _archive_members(wiki, name, hashes):
             if rel is None:  # unreadable from here on
-                if viewer.sees_all:
+                if sees_all:
                     findings.append(
                         Finding("unreadable-archive", "", name, KINDS["unreadable-archive"])
                     )
                 break
             entry_id = os.path.basename(rel)[:-3]
-            record = logged.get(entry_id)
-            if record:
-                scope = record[2]
+            record = records.get(entry_id)
+            if record is not None:
+                if record[0] & _SEEN:
+                    continue
+                scope = record[33:]
+            elif entry_id in found:
+                continue
             elif isinstance(member_scope, bytes):
                 scope = _scope_of(member_scope, rel)
             else:
                 scope = member_scope
-            if entry_id in present or not visible(scope):
+            if not visible(scope):
                 continue
-            present.add(entry_id)
             checked += 1
+            where = f"{name}:{rel}"
             if record is None:
-                findings.append(Finding("unlogged", entry_id, f"{name}:{rel}", KINDS["unlogged"]))
-            elif record[0] != sha:
+                found.add(entry_id)
+                findings.append(Finding("unlogged", entry_id, where, KINDS["unlogged"]))
+                continue
+            mark(entry_id, record)
+            if record[1:33].hex() != sha:
                 findings.append(
-                    Finding(
-                        "archive-mismatch", entry_id, f"{name}:{rel}", KINDS["archive-mismatch"]
-                    )
+                    Finding("archive-mismatch", entry_id, where, KINDS["archive-mismatch"])
                 )
-    for entry_id, record in sorted(logged.items()):
-        if entry_id not in present and visible(record[2]):
+    gone_ids = {
+        entry_id
+        for entry_id, record in records.items()
+        if not record[0] & _SEEN and visible(record[33:])
+    }
+    if gone_ids:
+        if logged is not None:
+            paths = {i: logged[i][1] for i in gone_ids if i in logged}
+            missing = gone_ids - set(paths)
+            if missing:
+                paths.update(log.path(missing))
+        else:
+            paths = log.path(gone_ids)
+        for entry_id in gone_ids:
             checked += 1
-            findings.append(Finding("removed", entry_id, record[1], KINDS["removed"]))
+            findings.append(Finding("removed", entry_id, paths.get(entry_id, ""), KINDS["removed"]))
+    anchored = None
+    if sees_all:  # log lines and commits carry every scope: an admin's check
+        history, anchored = _history(wiki, None)
+        findings += history
     findings.sort(key=lambda f: (f.kind, f.id, f.path))
+    if not findings and sees_all:
+        _save_anchor(wiki, anchored)
     return VerifyResult(checked, tuple(findings))
 
 
@@ -245,7 +437,7 @@ def _archive_members(
     kept: list[tuple[Any, str, str]] = []
     try:
         for rel, data, _ in iter_members(wiki, name):
-            sha = store.sha256_bytes(data)
+            sha = store.sha256_bulk(data)
             if hashes is not None:
                 kept.append((rel, sha, _scope_of(data, rel)))
             yield rel, sha, data
@@ -254,6 +446,250 @@ def _archive_members(
         yield None, "", ""
     if hashes is not None and st is not None:
         hashes.archives[name] = (HashCache.key(st), kept)
+
+
+def history_findings(wiki: Wiki, log: bytes | None = None) -> list[Finding]:
+    """Log lines this clone or its git history recorded that ``log`` (log.md by default) lost,
+    and entry files a commit rewrote."""
+    return _history(wiki, log)[0]
+
+
+_CHUNK = 1 << 20
+
+
+def _whole_lines(path: os.PathLike[str] | str) -> int:
+    """How many bytes of the file at ``path`` are whole lines (up to its last line feed)."""
+    try:
+        fd = os.open(path, os.O_RDONLY)
+    except FileNotFoundError:
+        return 0
+    try:
+        end = os.fstat(fd).st_size
+        while end > 0:
+            start = max(0, end - 65536)
+            cut = os.pread(fd, end - start, start).rfind(b"\n")
+            if cut >= 0:
+                return start + cut + 1
+            end = start
+        return 0
+    finally:
+        os.close(fd)
+
+
+def _starts_log(wiki: Wiki, log: bytes | None, prefix: bytes | os.PathLike[str], n: int) -> bool:
+    """Whether log.md (or ``log``) begins with the first ``n`` bytes of ``prefix`` (bytes or a
+    file), compared a chunk at a time."""
+    if n == 0:
+        return True
+    if log is not None:
+        if isinstance(prefix, bytes):
+            return log.startswith(prefix[:n])
+        with open(prefix, "rb") as fh:
+            return all(
+                log[i : i + _CHUNK] == fh.read(min(_CHUNK, n - i)) for i in range(0, n, _CHUNK)
+            )
+    try:
+        fh_log = open(wiki.log_path, "rb")  # noqa: SIM115 (closed below)
+    except FileNotFoundError:
+        return False
+    with (
+        fh_log,
+        contextlib.nullcontext(None) if isinstance(prefix, bytes) else open(prefix, "rb") as fh,
+    ):
+        for i in range(0, n, _CHUNK):
+            want = min(_CHUNK, n - i)
+            theirs = fh.read(want) if fh is not None else prefix[i : i + want]  # type: ignore[index]
+            if fh_log.read(want) != theirs:
+                return False
+    return True
+
+
+def _history(wiki: Wiki, log: bytes | None) -> tuple[list[Finding], int | None]:
+    """:func:`history_findings`, and how many bytes of the anchor are whole lines when log.md
+    begins with them (None: it does not, or there is no anchor)."""
+    current_lines: set[bytes] | None = None
+
+    def current() -> set[bytes]:
+        nonlocal current_lines
+        if current_lines is None:
+            if log is not None:
+                current_lines = store.log_lines(log)
+            else:
+                try:
+                    current_lines = store.log_lines(wiki.log_path.read_bytes())
+                except FileNotFoundError:
+                    current_lines = set()
+        return current_lines
+
+    dropped: dict[bytes, str] = {}
+    anchor = store.anchor_path(wiki)
+    anchor_len = _whole_lines(anchor)
+    anchored: int | None = None
+    if _starts_log(wiki, log, anchor, anchor_len):
+        anchored = anchor_len if anchor.exists() else None
+    else:
+        for line in store.read_anchor(wiki) - current():
+            dropped[line] = "this clone's last sync or verify"
+    rewritten: dict[str, str] = {}
+    if _in_git(wiki):
+        head = _git_out(wiki, "show", "HEAD:log.md") or b""
+        head_len = head.rfind(b"\n") + 1
+        if not _starts_log(wiki, log, head, head_len):
+            for line in store.log_lines(head) - current():
+                dropped.setdefault(line, "the last commit (HEAD)")
+        del head
+        # Every line a commit removed from log.md (against each parent, merges included) must
+        # be back: union merges and the tool only ever add lines.
+        commit = ""
+        for raw in _git_lines(
+            wiki,
+            "log",
+            "-p",
+            "-m",
+            "-U0",
+            "--no-color",
+            "--no-renames",
+            "--format=%x00%H",
+            "--",
+            "log.md",
+        ):
+            if raw.startswith(b"\x00"):
+                commit = raw[1:].decode()[:12]
+            elif raw.startswith(b"-") and not raw.startswith(b"---"):
+                line = raw[1:].rstrip(b"\r")
+                if line.strip() and line not in current():
+                    dropped.setdefault(line, f"commit {commit}")
+        commit = ""
+        for raw in _git_lines(
+            wiki,
+            "log",
+            "-m",
+            "--no-renames",
+            "--diff-filter=M",
+            "--name-only",
+            "--format=%x00%H",
+            "--",
+            "entries",
+        ):
+            name = raw.decode("utf-8", "replace")
+            if name.startswith("\x00"):
+                commit = name[1:][:12]
+            elif name.endswith(".md"):
+                rewritten.setdefault(name, commit)
+    findings = []
+    for line, where in sorted(dropped.items()):
+        parsed = store.parse_log_line(line.decode("utf-8", "replace"))
+        subject = parsed.subject if parsed else ""
+        findings.append(
+            Finding(
+                "dropped-line",
+                subject,
+                "log.md",
+                f"{KINDS['dropped-line']}: {store.describe_line(line)}, recorded by {where}",
+            )
+        )
+    for rel, commit in sorted(rewritten.items()):
+        entry_id = os.path.basename(rel)[:-3]
+        findings.append(
+            Finding("rewritten", entry_id, rel, f"{KINDS['rewritten']} (commit {commit})")
+        )
+    return findings, anchored
+
+
+def _save_anchor(wiki: Wiki, anchored: int | None) -> None:
+    """Remember log.md as seen whole and clean, so a line dropped later is noticed.
+
+    ``anchored``: how many bytes of the anchor log.md is known to begin with. Then only what
+    log.md gained is appended (a torn append leaves a prefix of log.md, which the next verify
+    extends); else the anchor is replaced whole (a temp file, fsync, rename), copied by the
+    kernel without holding log.md in memory."""
+    path = store.anchor_path(wiki)
+    end = _whole_lines(wiki.log_path)
+    if anchored is not None and anchored == end and _whole_lines(path) == os.path.getsize(path):
+        return
+    with contextlib.suppress(OSError):  # a read-only wiki can still be verified
+        src = os.open(wiki.log_path, os.O_RDONLY)
+        try:
+            if anchored is not None and anchored <= end:
+                dst = os.open(path, os.O_WRONLY)
+                try:
+                    os.ftruncate(dst, anchored)
+                    _copy(src, dst, anchored, end)
+                    os.fsync(dst)
+                finally:
+                    os.close(dst)
+                return
+            tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+            dst = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+            try:
+                try:
+                    _copy(src, dst, 0, end)
+                    os.fsync(dst)
+                finally:
+                    os.close(dst)
+                os.replace(tmp, path)
+            except BaseException:
+                with contextlib.suppress(FileNotFoundError):
+                    os.unlink(tmp)
+                raise
+            fsync_dir(path.parent)
+        finally:
+            os.close(src)
+
+
+def _copy(src: int, dst: int, start: int, end: int) -> None:
+    """Bytes ``start``..``end`` of ``src`` to the same offsets of ``dst``."""
+    offset = start
+    while offset < end:
+        data = os.pread(src, min(_CHUNK, end - offset), offset)
+        if not data:
+            break
+        os.pwrite(dst, data, offset)
+        offset += len(data)
+
+
+def _in_git(wiki: Wiki) -> bool:
+    out = _git_out(wiki, "rev-parse", "--is-inside-work-tree")
+    return out is not None and out.strip() == b"true"
+
+
+def _git_out(wiki: Wiki, *args: str) -> bytes | None:
+    """git's stdout in the wiki, or None (no git, not a repository, no such object)."""
+    try:
+        proc = subprocess.run(
+            ["git", "-C", str(wiki.root), *args],
+            capture_output=True,
+            stdin=subprocess.DEVNULL,
+        )
+    except OSError:
+        return None
+    return proc.stdout if proc.returncode == 0 else None
+
+
+def _git_lines(wiki: Wiki, *args: str) -> Iterator[bytes]:
+    """git's stdout in the wiki, a line at a time (line feed cut); nothing when git fails."""
+    try:
+        proc = subprocess.Popen(
+            ["git", "-C", str(wiki.root), *args],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,
+            stdin=subprocess.DEVNULL,
+        )
+    except OSError:
+        return
+    assert proc.stdout is not None
+    with proc:
+        for raw in proc.stdout:
+            yield raw[:-1] if raw.endswith(b"\n") else raw
+        proc.stdout.close()
+
+
+def _parses(data: bytes, rel: str) -> bool:
+    try:
+        parse_entry(decode_text(data, rel), what=rel)
+    except (InvalidInput, WikiError):
+        return False
+    return True
 
 
 def _scope_of(data: bytes, rel: str) -> str:

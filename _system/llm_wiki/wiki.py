@@ -146,7 +146,10 @@ class Settings:
 
 
 def is_wiki(path: Path) -> bool:
-    return (path / "schema.md").is_file() and (path / "entries").is_dir()
+    """schema.md and entries/, or schema.md and log.md: git keeps no empty folder, so a clone of
+    a wiki with no entry yet has no entries/ (writes create it)."""
+    schema = path / "schema.md"
+    return schema.is_file() and ((path / "entries").is_dir() or (path / "log.md").is_file())
 
 
 def resolve_wiki(path: str | os.PathLike[str] | None = None, *, cwd: Path | None = None) -> Wiki:
@@ -163,7 +166,7 @@ def resolve_wiki(path: str | os.PathLike[str] | None = None, *, cwd: Path | None
                 else f"create one with `llm-wiki init {root}`"
             )
             raise WikiError(
-                f"{root} is not a wiki (no schema.md and entries/; set by {how}); {fix}."
+                f"{root} is not a wiki (no schema.md beside entries/ or log.md; set by {how}); {fix}."
             )
         return Wiki(root)
     here = (cwd or Path.cwd()).resolve()

@@ -9,6 +9,7 @@ gets the existing id back; a write that died before its log line is finished by 
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import os
 import re
@@ -28,8 +29,8 @@ from llm_wiki.entries import (
     entry_from_mapping,
     require_valid,
 )
-from llm_wiki.errors import InvalidInput, WikiError
-from llm_wiki.files import create_no_clobber
+from llm_wiki.errors import InvalidInput, WikiError, os_failure, storage_failure
+from llm_wiki.files import create_no_clobber, fsync_dir, sweep_temp
 from llm_wiki.wiki import Wiki
 
 
@@ -94,6 +95,7 @@ def write_entry(
 
     _ensure_writable(wiki)
     with store.locked(wiki):
+        sweep_temp(wiki.state_dir / "tmp")  # left by writes that were killed
         catalog = open_catalog(wiki)
         try:
             _check_references(catalog, entry)
@@ -113,11 +115,15 @@ def write_entry(
                             _record(wiki, catalog, final, rel, sha)
                         return WriteResult(candidate, rel, sha, False, text)
                     continue
-                if not create_no_clobber(wiki.root / rel, data, wiki.state_dir / "tmp"):
+                try:
+                    created = create_no_clobber(wiki.root / rel, data, wiki.state_dir / "tmp")
+                except OSError as exc:
+                    raise os_failure(exc, "nothing was recorded: cannot create the entry") from None
+                if not created:
                     if explicit_id:
                         raise _taken(candidate)
                     continue
-                _record(wiki, catalog, final, rel, sha)
+                _record(wiki, catalog, final, rel, sha, created=True)
                 return WriteResult(candidate, rel, sha, True, text)
             raise WikiError("could not mint a free id; this should not happen, please report it.")
         finally:
@@ -131,12 +137,41 @@ def _taken(entry_id: str) -> InvalidInput:
     )
 
 
-def _record(wiki: Wiki, catalog: Catalog, entry: Entry, rel: str, sha: str) -> None:
-    store.append_log(
-        wiki,
-        store.format_log_line("write", entry.id, sha256=sha, scope=entry.scope, path=rel),
-    )
-    add_written(catalog, entry, rel, sha)
+def _record(
+    wiki: Wiki, catalog: Catalog, entry: Entry, rel: str, sha: str, *, created: bool = False
+) -> None:
+    """Log the entry, then catalog it. A log line that cannot be appended (a full disk, a
+    file-size limit) takes back the file this write created: nothing is half-recorded. Once
+    the line is in, the entry is recorded; a catalog that cannot follow says so, and catches up
+    at the next read."""
+    line = store.format_log_line("write", entry.id, sha256=sha, scope=entry.scope, path=rel)
+    try:
+        store.append_log(wiki, line)
+    except BaseException as exc:
+        if created:
+            _take_back(wiki.root / rel)
+        failure = storage_failure(exc)
+        if failure is None:
+            raise
+        raise WikiError(f"nothing was recorded: {failure.message}") from None
+    try:
+        add_written(catalog, entry, rel, sha)
+    except Exception as exc:
+        failure = storage_failure(exc)
+        if failure is None:
+            raise
+        raise WikiError(
+            f"recorded {entry.id} (its file and log line are safe), but the index could not be "
+            f"updated: {failure.message} Then run `llm-wiki index`."
+        ) from None
+
+
+def _take_back(path: Path) -> None:
+    """Remove a file this write created but could not log (the write lock is held)."""
+    with contextlib.suppress(FileNotFoundError):
+        os.unlink(path)
+    with contextlib.suppress(OSError):
+        fsync_dir(path.parent)
 
 
 def _same_bytes(path: Path, data: bytes) -> bool:
@@ -172,6 +207,17 @@ def _check_references(catalog: Catalog, entry: Entry) -> None:
                     f"{field} {old!r}: no such entry in scope {entry.scope!r}; check the id with "
                     "`llm-wiki list`."
                 )
+    for incident in entry.resolves:
+        if scope_of(incident) != entry.scope:
+            raise InvalidInput(
+                f"resolves {incident!r}: no such entry in scope {entry.scope!r}; check the id "
+                "with `llm-wiki list --type incident`."
+            )
+        if catalog.type_of(incident) != "incident":
+            raise InvalidInput(
+                f"resolves {incident!r}: it is a {catalog.type_of(incident)}, not an incident; "
+                "resolves names the incidents this entry closes."
+            )
     for source in entry.sources:
         if ":" in source or source.startswith("raw/"):
             continue
@@ -184,7 +230,7 @@ def _check_references(catalog: Catalog, entry: Entry) -> None:
 
 def _ensure_writable(wiki: Wiki) -> None:
     for path in (wiki.root, wiki.entries_dir):
-        if not os.access(path, os.W_OK):
+        if path.exists() and not os.access(path, os.W_OK):  # no entries/ yet: a fresh clone
             raise WikiError(
                 f"cannot write to {path}: permission denied; fix its permissions or pass "
                 "--wiki with a writable wiki."

@@ -305,8 +305,8 @@ def write_fast(wiki: Wiki, entries: list[Entry]) -> None:
 def _key(*parts: object) -> str:
     digest = hashlib.sha256()
     package = REPO / "_system" / "llm_wiki"
-    shaping = ("entries.py", "store.py", "catalog.py", "adr.py", "wiki.py")
-    for path in [*(package / name for name in shaping), Path(__file__)]:
+    shaping = ("entries.py", "store.py", "wiki.py", "catalog/*.py", "adr/*.py")
+    for path in [*(p for name in shaping for p in sorted(package.glob(name))), Path(__file__)]:
         digest.update(path.read_bytes())
     for part in parts:
         digest.update(str(part).encode())

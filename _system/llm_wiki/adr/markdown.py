@@ -117,7 +117,7 @@ def paragraphs(body: str) -> list[str]:
 
 
 _SENTENCE_END_RE = re.compile(r"(?<=[.!?])\s+(?=[A-Z0-9\"'(“‘*_`\[])")
-_ABBREVIATIONS = ("e.g.", "i.e.", "etc.", "vs.", "cf.", "approx.", "incl.", "ie.", "eg.")
+_ABBREVIATIONS = ("e.g.", "i.e.", "a.k.a.", "etc.", "vs.", "cf.", "approx.", "incl.", "ie.", "eg.")
 
 
 def sentences(text: str) -> list[str]:

@@ -26,7 +26,15 @@ from typing import Any
 import llm_wiki.progress as progress
 import llm_wiki.store as store
 from llm_wiki.access import Viewer
-from llm_wiki.catalog.db import CATALOG_VERSION, Catalog, Row, create_db, render_line
+from llm_wiki.catalog.db import (
+    CATALOG_VERSION,
+    COLUMNS,
+    Catalog,
+    Fork,
+    Row,
+    create_db,
+    render_line,
+)
 from llm_wiki.catalog.index_md import expected_files, stale_index_files
 from llm_wiki.catalog.refresh import (
     Parsed,
@@ -39,12 +47,14 @@ from llm_wiki.catalog.refresh import (
     refresh,
     scan,
 )
-from llm_wiki.errors import WikiError
+from llm_wiki.errors import os_failure, storage_failure
+from llm_wiki.files import sweep_temp
 from llm_wiki.wiki import Wiki
 
 __all__ = [
     "CATALOG_VERSION",
     "Catalog",
+    "Fork",
     "IndexResult",
     "Row",
     "add_written",
@@ -78,6 +88,33 @@ def _catalog_path(wiki: Wiki) -> Path:
     return wiki.state_path("catalog.sqlite3")
 
 
+def parsed_shas(wiki: Wiki) -> dict[str, str]:
+    """Entry id -> sha256 of each file the catalog parsed into a row (see :func:`each_parsed_sha`)."""
+    return dict(each_parsed_sha(wiki))
+
+
+def each_parsed_sha(wiki: Wiki) -> Iterator[tuple[str, str]]:
+    """(entry id, sha256) of each file the catalog parsed into a row, streamed, read as it stands
+    (no refresh, no lock); nothing when there is no catalog of this version. verify uses it to
+    skip parsing a file whose bytes are the very bytes the catalog already parsed."""
+    path = _catalog_path(wiki)
+    if not path.exists():
+        return
+    try:
+        db = sqlite3.connect(f"file:{path}?mode=ro", uri=True, timeout=5)
+    except sqlite3.Error:
+        return
+    try:
+        got = db.execute("SELECT value FROM meta WHERE key='version'").fetchone()
+        if not got or got[0] != CATALOG_VERSION:
+            return
+        yield from db.execute("SELECT id, sha256 FROM entries")
+    except sqlite3.Error:
+        return
+    finally:
+        db.close()
+
+
 def open_catalog(wiki: Wiki, *, lock_held: bool = True) -> Catalog:
     """Open the catalog, up to date.
 
@@ -104,7 +141,10 @@ def open_catalog(wiki: Wiki, *, lock_held: bool = True) -> Catalog:
             catalog = Catalog(wiki, db)
             refresh(catalog)
             return catalog
-    except sqlite3.DatabaseError:
+    except sqlite3.DatabaseError as exc:
+        failure = storage_failure(exc)
+        if failure is not None:  # a full or read-only disk: the cache is fine, the disk is not
+            raise failure from None
         # a damaged cache: drop it and build it again
         with contextlib.nullcontext() if lock_held else store.locked(wiki):
             _drop_catalog(wiki)
@@ -112,9 +152,7 @@ def open_catalog(wiki: Wiki, *, lock_held: bool = True) -> Catalog:
             refresh(catalog)
             return catalog
     except OSError as exc:
-        raise WikiError(
-            f"cannot open the catalog in {wiki.state_dir}: {exc.strerror or exc}; check permissions."
-        ) from None
+        raise os_failure(exc, f"cannot open the catalog in {wiki.state_dir}") from None
 
 
 def read_catalog(wiki: Wiki) -> Catalog:
@@ -162,6 +200,7 @@ class IndexResult:
     written: tuple[str, ...] = ()
     stale: tuple[str, ...] = ()
     problems: tuple[tuple[str, str], ...] = field(default=())
+    vectors: dict[str, Any] | None = None  # the entry vectors' refresh, when ranking uses them
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -171,15 +210,19 @@ class IndexResult:
             "written": list(self.written),
             "stale": list(self.stale),
             "problems": [{"path": p, "message": m} for p, m in self.problems],
+            "vectors": self.vectors,
         }
 
 
-def rebuild_index(wiki: Wiki) -> IndexResult:
-    """``llm-wiki index``: scan every file, re-parse what changed, write the index files."""
+def rebuild_index(wiki: Wiki, *, full: bool = False) -> IndexResult:
+    """``llm-wiki index``: scan every file, re-parse what changed, write the index files.
+    ``full``: drop the catalog first and parse every file."""
     with store.locked(wiki):
+        for folder in (wiki.state_dir / "tmp", wiki.state_dir, wiki.root, wiki.root / "index"):
+            sweep_temp(folder)  # temp files of writes that were killed
         path = _catalog_path(wiki)
         try:
-            db = _connect_current(path)
+            db = None if full else _connect_current(path)
         except sqlite3.DatabaseError:
             db = None
         if db is None:
@@ -197,6 +240,23 @@ def rebuild_index(wiki: Wiki) -> IndexResult:
             )
         finally:
             catalog.close()
+
+
+# Everything a read is served from, in an order both catalogs share: a hand edit of any row
+# (a summary, a scope, a tag, a count, the full-text index) shows as a difference.
+_CONTENT = (
+    # mtime_ns and size are a scan's bookkeeping (an archived row keeps its file's), not served
+    "SELECT " + COLUMNS.replace("mtime_ns, size, ", "") + " FROM entries ORDER BY id",
+    "SELECT old, new FROM edges ORDER BY old, new",
+    "SELECT id, tag FROM tags ORDER BY id, tag",
+    "SELECT id, actor FROM actors ORDER BY id, actor",
+    "SELECT scope, domain, type, status, archived, n FROM counts WHERE n != 0 "
+    "ORDER BY scope, domain, type, status, archived",
+    "SELECT e.id, f.summary, f.tags, f.aliases, f.questions, f.domain, f.body "
+    "FROM fts f JOIN entries e ON e.rowid = f.rowid ORDER BY e.id",
+    "SELECT count(*) FROM fts",
+    "SELECT path, message FROM problems ORDER BY path",
+)
 
 
 def check_index(wiki: Wiki) -> IndexResult:
@@ -236,18 +296,21 @@ def check_index(wiki: Wiki) -> IndexResult:
             except FileNotFoundError:
                 stale.append(rel)
         stale += stale_index_files(fresh, expected)
-        state = (
-            "SELECT id, path, archive, archive_at, sha256, superseded_by, line FROM entries "
-            "ORDER BY id"
-        )
         entries = fresh.count(Viewer.everyone())
         same = entries == 0  # no catalog (or an unreadable one) matches an empty wiki only
         if _catalog_path(wiki).exists():
             with contextlib.suppress(sqlite3.DatabaseError):
                 db = sqlite3.connect(str(_catalog_path(wiki)))
-                try:  # row by row, in id order: neither side is held in memory
-                    pairs = itertools.zip_longest(fresh_db.execute(state), db.execute(state))
-                    same = all(want == have for want, have in pairs)
+                try:  # row by row, in a fixed order: neither side is held in memory
+                    same = all(
+                        all(
+                            want == have
+                            for want, have in itertools.zip_longest(
+                                fresh_db.execute(query), db.execute(query)
+                            )
+                        )
+                        for query in _CONTENT
+                    )
                 finally:
                     db.close()
         if not same:

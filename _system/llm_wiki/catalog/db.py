@@ -23,7 +23,7 @@ from llm_wiki.access import Viewer
 from llm_wiki.entries import GENERATED_ORIGINS, Alternative, Entry
 from llm_wiki.wiki import Wiki
 
-CATALOG_VERSION = "6"
+CATALOG_VERSION = "7"  # 7: resolves
 SUMMARY_IN_LINE = 300
 ROOT_MARK = "\x00"  # stands for the link prefix to the wiki root inside cached lines
 # Newest first; on the same day a replacement comes before what it replaced.
@@ -45,7 +45,8 @@ CREATE TABLE IF NOT EXISTS entries(
   body_len INTEGER,
   superseded_by TEXT,
   line TEXT,
-  archive_at TEXT
+  archive_at TEXT,
+  resolves TEXT
 );
 CREATE INDEX IF NOT EXISTS entries_by_domain ON entries(domain, date DESC, id DESC);
 CREATE INDEX IF NOT EXISTS entries_by_date ON entries(date DESC, id DESC);
@@ -114,7 +115,7 @@ CREATE VIRTUAL TABLE IF NOT EXISTS fts USING fts5(
 COLUMNS = (
     "id, path, archive, sha256, mtime_ns, size, type, date, domain, scope, status, origin, "
     "summary, tags, actors, aliases, questions, supersedes, sources, alternatives, extra, "
-    "body_len, superseded_by, line, archive_at"
+    "body_len, superseded_by, line, archive_at, resolves"
 )
 
 
@@ -154,6 +155,7 @@ class Row:
     line: str
     archive_at: str | None = None  # where in its archive (see archive.read_member)
     rowid: int = 0
+    resolves: tuple[str, ...] = ()  # incidents this entry says it resolves
 
     @property
     def effective_status(self) -> str:
@@ -183,6 +185,7 @@ class Row:
             "questions": list(self.questions),
             "supersedes": list(self.supersedes),
             "superseded_by": list(self.superseded_by),
+            "resolves": list(self.resolves),
             "sources": list(self.sources),
             "alternatives_considered": [
                 {"id": a.id, "rejected_because": a.rejected_because} for a in self.alternatives
@@ -220,6 +223,7 @@ def row_from_db(r: sqlite3.Row | tuple[Any, ...]) -> Row:
         superseded_by,
         line,
         archive_at,
+        resolves,
         *rest,
     ) = r
     return Row(
@@ -245,6 +249,7 @@ def row_from_db(r: sqlite3.Row | tuple[Any, ...]) -> Row:
         line=line,
         archive_at=archive_at,
         rowid=rest[0] if rest else 0,
+        resolves=tuple(json.loads(resolves)) if resolves else (),
     )
 
 
@@ -333,6 +338,21 @@ def render_line(
 # --------------------------------------------------------------------------- the catalog
 
 
+@dataclass(frozen=True)
+class Fork:
+    """``old`` is superseded by several current entries (``heads``): a forked decision."""
+
+    old: Row
+    heads: tuple[Row, ...]
+
+    def message(self) -> str:
+        heads = " and ".join(h.id for h in self.heads)
+        return (
+            f"{self.old.id} is superseded by both {heads}, which are both current (a fork: two "
+            "writers superseded it); write one entry that supersedes them all and says which holds."
+        )
+
+
 class Catalog:
     """An open catalog. Use :func:`llm_wiki.catalog.open_catalog`; close it (or use ``with``)."""
 
@@ -360,6 +380,10 @@ class Catalog:
     # -- lookups used by writers (no viewer: callers must not reveal what they learn)
     def scope_of(self, entry_id: str) -> str | None:
         got = self.db.execute("SELECT scope FROM entries WHERE id=?", (entry_id,)).fetchone()
+        return got[0] if got else None
+
+    def type_of(self, entry_id: str) -> str | None:
+        got = self.db.execute("SELECT type FROM entries WHERE id=?", (entry_id,)).fetchone()
         return got[0] if got else None
 
     def sha_of(self, entry_id: str) -> str | None:
@@ -395,6 +419,8 @@ class Catalog:
         return [row_from_db(r) for r in self.db.execute(sql, params)]
 
     def count_rows(self, viewer: Viewer, **filters: Any) -> int:
+        if all(v in (None, "", "all") for v in filters.values()):
+            return self.count(viewer)  # the whole view: from the counts, not the rows
         where, params = _where(viewer, **filters)
         if where is None:
             return 0
@@ -403,13 +429,19 @@ class Catalog:
         )
 
     def count(self, viewer: Viewer) -> int:
+        """How many entries the viewer can read, from the trigger-kept counts (``count(*)``
+        reads every row: milliseconds a `list` of a big wiki would spend each time)."""
         clause, args = viewer.sql_filter()
-        return int(
-            self.db.execute(f"SELECT count(*) FROM entries WHERE {clause}", args).fetchone()[0]
-        )
+        got = self.db.execute(f"SELECT coalesce(sum(n), 0) FROM counts WHERE {clause}", args)
+        return int(got.fetchone()[0])
 
     def scopes(self) -> list[str]:
-        return [r[0] for r in self.db.execute("SELECT DISTINCT scope FROM entries ORDER BY scope")]
+        """The scopes that hold entries, from the trigger-kept counts (a write asks, and a
+        DISTINCT over the entries reads all of them)."""
+        return [
+            r[0]
+            for r in self.db.execute("SELECT DISTINCT scope FROM counts WHERE n > 0 ORDER BY scope")
+        ]
 
     def problems(self) -> list[tuple[str, str]]:
         return list(self.db.execute("SELECT path, message FROM problems ORDER BY path"))
@@ -445,6 +477,26 @@ class Catalog:
             params = [*params, *origins]
         return {str(value) for (value,) in self.db.execute(sql, params)}
 
+    def extractive(self, viewer: Viewer) -> set[str]:
+        """The viewer's syntheses the consolidator wrote without an LLM (``method: extractive``):
+        each only repeats its sources' summaries, so rankings and briefings leave them out."""
+        clause, params = viewer.sql_filter()
+        sql = (
+            f"SELECT id FROM entries WHERE {clause} AND origin = 'consolidated' "
+            "AND extra IS NOT NULL AND json_extract(extra, '$.method') = 'extractive'"
+        )
+        return {str(i) for (i,) in self.db.execute(sql, params)}
+
+    def resolved(self, viewer: Viewer) -> set[str]:
+        """Every incident an entry the viewer reads says it resolves (entries no LLM wrote)."""
+        clause, params = viewer.sql_filter("e.scope")
+        origins = sorted(GENERATED_ORIGINS)
+        sql = (
+            f"SELECT DISTINCT j.value FROM entries AS e, json_each(e.resolves) AS j WHERE {clause}"
+            f" AND e.resolves IS NOT NULL AND e.origin NOT IN ({','.join('?' * len(origins))})"
+        )
+        return {str(value) for (value,) in self.db.execute(sql, [*params, *origins])}
+
     def sources(self, viewer: Viewer) -> Iterator[tuple[str, list[str]]]:
         """(id, sources) of every entry the viewer can read."""
         clause, params = viewer.sql_filter()
@@ -454,6 +506,34 @@ class Catalog:
             yield entry_id, json.loads(sources)
 
     # -- for the disk commands (no viewer: they act on every scope)
+    def forks(self, viewer: Viewer) -> list[Fork]:
+        """Entries superseded along two or more lines that never met again (two machines
+        superseded the same entry): each with the current entries at the ends of those lines."""
+        clause, args = viewer.sql_filter()
+        sql = (
+            f"SELECT {COLUMNS}, rowid FROM entries WHERE {clause} AND superseded_by LIKE '%,%' "
+            "ORDER BY id"
+        )
+        out = []
+        for old in [row_from_db(r) for r in self.db.execute(sql, args)]:
+            heads: dict[str, Row] = {}
+            todo, seen = list(old.superseded_by), {old.id}
+            while todo:
+                entry_id = todo.pop()
+                if entry_id in seen:
+                    continue
+                seen.add(entry_id)
+                newer = self.get(entry_id, viewer)
+                if newer is None:
+                    continue
+                if newer.superseded_by:
+                    todo.extend(newer.superseded_by)
+                else:
+                    heads[newer.id] = newer
+            if len(heads) >= 2:
+                out.append(Fork(old, tuple(sorted(heads.values(), key=lambda r: r.id))))
+        return out
+
     def superseded_before(self, cutoff: str) -> list[Row]:
         """Loose rows whose earliest replacement (an entry of their own scope superseding them)
         is dated before ``cutoff``, in path order: what the archive job retires."""

@@ -1,7 +1,10 @@
 """INDEX.md and index/<domain>.md: the generated map an LLM reads, rendered from the catalog.
 
 Index lines are rendered once per entry and cached in the catalog (:func:`.db.render_line`), so
-a write re-renders only INDEX.md and the domain files it touched. Single-user, the files sit at
+a write re-renders only INDEX.md and the domain files it touched; and a domain file is not
+rendered again either, but spliced (:func:`_splice`): the lines of the rows that changed are taken
+out and their new lines put in where the order puts them, so a write costs the same into a domain
+of ten entries or of a hundred thousand (bar copying the file's bytes). Single-user, the files sit at
 the wiki's root; under walls, one set per scope under ``indexes/<scope>/``, since nothing stored
 may mix scopes. Deleting ``.llm-wiki/``, ``INDEX.md`` and ``index/`` and running ``llm-wiki
 index`` gives the same bytes.
@@ -10,8 +13,9 @@ index`` gives the same bytes.
 from __future__ import annotations
 
 import contextlib
+import functools
 import json
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import Any, NamedTuple
 
@@ -45,17 +49,27 @@ def index_targets(wiki: Wiki, scopes: Iterable[str]) -> list[Target]:
 # --------------------------------------------------------------------------- rendering
 
 
+class Change(NamedTuple):
+    """One row a change touched: as it was (None: new) and as it is (None: gone)."""
+
+    before: tuple[str, str, str] | None  # (scope, domain, line)
+    after: tuple[str, str, str, str, int] | None  # (scope, domain, line, date, superseded?)
+
+
 def write_index_files(
     catalog: Catalog,
     *,
     domains: Iterable[str] | None = (),
     full: bool = False,
+    changes: Mapping[str, Change] | None = None,
 ) -> list[str]:
     """Write the index files that changed; return their paths (relative to the root).
 
     INDEX.md and the files of ``domains`` (None: all) are rendered. With ``full``, every
     other index file is checked too: re-rendered unless it is exactly as last written
     (same size and mtime), and index files that no domain owns any more are removed.
+    ``changes`` (id -> :class:`Change`, every row the change touched) lets a domain file that
+    is exactly as last written be spliced rather than rendered; the bytes are the same.
     """
     wanted = None if domains is None else set(domains)
     walls = "1" if walls_on(catalog.wiki) else "0"
@@ -75,11 +89,17 @@ def write_index_files(
                 st = None
             if st is not None and recorded.get(rel) == (st.st_size, st.st_mtime_ns):
                 continue
-        data = _render_file(catalog, target, domain, groups).encode()
-        try:
-            same = path.read_bytes() == data
-        except FileNotFoundError:
-            same = False
+        spliced = None
+        if changes is not None and domain is not None:
+            spliced = _splice(catalog, target, domain, path, recorded.get(rel), changes)
+        if spliced is not None:
+            data, same = spliced
+        else:
+            data = _render_file(catalog, target, domain, groups).encode()
+            try:
+                same = path.read_bytes() == data
+            except FileNotFoundError:
+                same = False
         if not same:
             atomic_write(path, data)
             written.append(rel)
@@ -252,6 +272,149 @@ def _render_domain(catalog: Catalog, target: Target, domain: str) -> str:
         "",
     ]
     return ("\n".join(head + body) + "\n").replace(ROOT_MARK, target.domain_prefix)
+
+
+def _domain_head(domain: str, count: int) -> bytes:
+    return (
+        f"# Domain: {domain}\n\n{_n(count, 'entry', 'entries')}, newest first. Generated from "
+        "frontmatter; do not edit.\n\n"
+    ).encode()
+
+
+def _comes_first(a: tuple[str, int, str], b: tuple[str, int, str]) -> bool:
+    """Whether row ``a`` (date, superseded?, id) comes before ``b`` in ORDER (date DESC,
+    superseded_by IS NOT NULL, id DESC); text compares as SQLite's BINARY collation does."""
+    if a[0] != b[0]:
+        return a[0] > b[0]
+    if a[1] != b[1]:
+        return a[1] < b[1]
+    return a[2] > b[2]
+
+
+def _in_order(a: tuple[str, int, str], b: tuple[str, int, str]) -> int:
+    return -1 if _comes_first(a, b) else (1 if _comes_first(b, a) else 0)
+
+
+def _splice(
+    catalog: Catalog,
+    target: Target,
+    domain: str,
+    path: Path,
+    recorded: tuple[int, int] | None,
+    changes: Mapping[str, Change],
+) -> tuple[bytes | bytearray, bool] | None:
+    """The domain file's new bytes made from its old ones (and whether they are the same): the changed rows' old lines out,
+    their new lines in, each right after the row the order puts before it, and the count in
+    the head. None when only a render can tell: the file is not exactly as last written, its
+    head does not count its lines, or a line could be mistaken for another's.
+
+    Why the result equals a render: the old file is the domain's rows in ORDER, one line each
+    (the head's count equals the lines, so no line holds a line break). Rows that did not
+    change keep their lines and their order relative to each other; each changed row goes in
+    right after its predecessor in the new order (inserted first, as rows go in new order), and
+    a predecessor's line is found by a search that cannot match another row's line, since it
+    holds the link ``[id](`` once and nothing else that looks like one.
+    """
+    try:
+        st = path.stat()
+    except FileNotFoundError:
+        return None
+    if recorded != (st.st_size, st.st_mtime_ns):
+        return None
+    prefix = target.domain_prefix
+    gone: list[bytes] = []
+    new: list[tuple[tuple[str, int, str], bytes]] = []
+    for entry_id, change in changes.items():
+        if change.before is not None:
+            scope, dom, line = change.before
+            if dom == domain and target.scope in (None, scope):
+                gone.append(line.replace(ROOT_MARK, prefix).encode())
+        if change.after is not None:
+            scope, dom, line, date, superseded = change.after
+            if dom == domain and target.scope in (None, scope):
+                text = line.replace(ROOT_MARK, prefix).encode()
+                if not _findable(text, entry_id):
+                    return None
+                new.append(((date, superseded, entry_id), text))
+    if not gone and not new:
+        return b"", True  # no row of this file changed (another scope's, under walls): as it is
+    old = path.read_bytes()
+    lines = old.count(b"\n") - 4
+    head = _domain_head(domain, lines)
+    if lines < 0 or not old.startswith(head):
+        return None
+    data = bytearray(old)  # edited in place: each edit moves the bytes after it, copies nothing
+    body_at = len(head) - 1  # the head's last line break: every line starts after one
+    for text in gone:
+        at = data.find(b"\n" + text + b"\n", body_at)
+        if at < 0:
+            return None
+        del data[at + 1 : at + 2 + len(text)]
+    new.sort(key=lambda item: functools.cmp_to_key(_in_order)(item[0]))
+    for key, text in new:
+        before = _predecessor(catalog, target, domain, key)
+        if before is None:
+            at = body_at
+        else:
+            before_id, before_line = before
+            needle = before_line.replace(ROOT_MARK, prefix).encode()
+            if not _findable(needle, before_id):
+                return None
+            at = data.find(b"\n" + needle + b"\n", body_at)
+            if at < 0:
+                return None
+            at += 1 + len(needle)
+        data[at + 1 : at + 1] = text + b"\n"
+    count = lines - len(gone) + len(new)
+    if count != _domain_count(catalog, target.scope, domain):
+        return None
+    data[: len(head)] = _domain_head(domain, count)
+    return data, data == old
+
+
+def _findable(line: bytes, entry_id: str) -> bool:
+    """Whether a search for this whole line can find no other row's line: it holds one line,
+    one ``](`` (its link's: every line has that) and an id without ``[`` (so the text between
+    the last ``[`` and that ``](`` is the id, which no other row has)."""
+    return b"\n" not in line and line.count(b"](") == 1 and "[" not in entry_id
+
+
+def _predecessor(
+    catalog: Catalog, target: Target, domain: str, key: tuple[str, int, str]
+) -> tuple[str, str] | None:
+    """(id, line) of the row just before ``key`` (date, superseded?, id) in the domain file's
+    order, or None: the last of its own day that comes first, else the last of the nearest
+    later day. Both are index lookups, however big the domain."""
+    clause, params = _scope_sql(target.scope)
+    day = key[0]
+    while True:
+        rows = catalog.db.execute(
+            "SELECT date, superseded_by IS NOT NULL, id, line FROM entries "
+            f"WHERE domain = ? AND {clause} AND date = ?",
+            [domain, *params, day],
+        ).fetchall()
+        earlier = [r for r in rows if _comes_first((r[0], r[1], r[2]), key)]
+        if earlier:
+            last = earlier[0]
+            for r in earlier[1:]:
+                if _comes_first((last[0], last[1], last[2]), (r[0], r[1], r[2])):
+                    last = r
+            return last[2], last[3]
+        got = catalog.db.execute(
+            f"SELECT min(date) FROM entries WHERE domain = ? AND {clause} AND date > ?",
+            [domain, *params, day],
+        ).fetchone()
+        if got is None or got[0] is None:
+            return None
+        day = got[0]
+
+
+def _domain_count(catalog: Catalog, scope: str | None, domain: str) -> int:
+    clause, params = _scope_sql(scope)
+    got = catalog.db.execute(
+        f"SELECT coalesce(sum(n), 0) FROM counts WHERE domain = ? AND {clause}", [domain, *params]
+    ).fetchone()
+    return int(got[0])
 
 
 def _prune_empty_dirs(*bases: Path) -> None:

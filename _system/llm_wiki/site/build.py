@@ -125,12 +125,16 @@ def build_site(
             change = None
         else:
             hashes = HashCache(prev["files"], prev["archives"])
-            result = verify_wiki(wiki, viewer, logged=inputs.logged, hashes=hashes)
+            result = verify_wiki(
+                wiki, viewer, logged=inputs.logged, logged_to=inputs.offset, hashes=hashes
+            )
             rows, change = _follow(catalog, viewer, prev, inputs, hashes)
     view = View(wiki, viewer, rows, lines=inputs.lines)
     if prev is None:
         hashes = HashCache()
-        result = verify_wiki(wiki, viewer, logged=inputs.logged, hashes=hashes)
+        result = verify_wiki(
+            wiki, viewer, logged=inputs.logged, logged_to=inputs.offset, hashes=hashes
+        )
     view.__dict__["verify"] = result
     builder = _Builder(view, target, code, manifest_bytes, prev, change, inputs, hashes)
     written, removed, pages = builder.run()
@@ -301,13 +305,15 @@ def _follow(
             if t is None:
                 continue
             row = state.tuple_row(t)
-            touched.update(row.supersedes, row.sources, row.superseded_by)
+            touched.update(row.supersedes, row.sources, row.superseded_by, row.resolves)
             keys.update(_member_keys(row))
             domains.add(row.domain)  # type: ignore[union-attr]
     if changed:
         for r in rows:
-            if (r.supersedes and not changed.isdisjoint(r.supersedes)) or (
-                r.sources and not changed.isdisjoint(r.sources)
+            if (
+                (r.supersedes and not changed.isdisjoint(r.supersedes))
+                or (r.sources and not changed.isdisjoint(r.sources))
+                or (r.resolves and not changed.isdisjoint(r.resolves))
             ):
                 touched.add(r.id)
     for i in touched:

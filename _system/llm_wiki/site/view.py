@@ -86,20 +86,13 @@ class View:
 
     @functools.cached_property
     def open_incidents(self) -> frozenset[str]:
-        """Incidents not superseded and not listed in a later non-generated entry's sources
-        (the briefing's rule), among the visible entries."""
-        by_id = self.by_id
-        cited = {
-            s
-            for r in self.rows
-            if r.sources and not r.is_generated
-            for s in r.sources
-            if s in by_id
-        }
+        """Incidents not superseded and not named in a non-generated entry's ``resolves`` (the
+        briefing's rule), among the visible entries."""
+        resolved = {i for r in self.rows if not r.is_generated for i in r.resolves}
         return frozenset(
             r.id
             for r in self.rows
-            if r.type == "incident" and self.status(r) == "active" and r.id not in cited
+            if r.type == "incident" and self.status(r) == "active" and r.id not in resolved
         )
 
     def body(self, row: Row) -> str:

@@ -1,0 +1,528 @@
+"""Ranking: a question's key terms and intent, the ranker over the catalog, the shortlist of lines.
+
+The query flow (:mod:`llm_wiki.retrieve`) and ingest use it; ``tests/bench/test_retrieval.py``
+measures it against plain BM25 and FTS5 on real ADR folders.
+
+**Signals, fused by rank.** Each signal ranks the reader's entries on its own:
+
+- *lexical*: BM25F over the entry's fields and body (:mod:`.lexical`; FTS5's ``bm25()``, or
+  the same formula from the reader's own statistics behind walls);
+- *semantic* (with the ``embeddings`` extra, :mod:`.vectors`): the cosine between the
+  question's all-MiniLM-L6-v2 vector and each entry's;
+- *period*, when the question names a year or a month: the candidates dated in it.
+
+The lists are fused by reciprocal rank (RRF, k = 60): an entry's score is the sum of
+1 / (60 + its rank) over the lists. Ranks, not raw scores, are added, so no signal's scale
+(BM25 grows with the question's length and the archive's vocabulary, cosines do not) can
+swamp another, and the fusion means the same at 40 entries and at 100,000. Nothing is fitted.
+
+**Time.** What a question asks about time (:mod:`.question`) then orders the leading
+results. A question about now puts each replacing decision before the one it replaced (a
+superseded entry's replacements are pulled in), and among the first ``window`` results (the k
+entries an answer opens) a newer entry goes before an older one *about the same thing*: the
+newer one holds the question's most specific term that the older one holds. A question about
+the old design does the reverse: replaced before replacing, older before newer. Any other
+question keeps the relevance order.
+
+**Nothing found.** :attr:`Ranking.nothing_found` (see :class:`Evidence`): the question names
+something no entry mentions, or no leading entry holds an average term's worth of the
+question (weights from the reader's own archive), or, with vectors, no entry comes within the
+model's distance of meaning anything close.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import llm_wiki.ranking.lexical as lexical
+from llm_wiki.access import Viewer
+from llm_wiki.backends import estimate_tokens
+from llm_wiki.catalog import Catalog, Row
+from llm_wiki.ranking.question import (
+    FRAME,
+    STOP,
+    WORD_RE,
+    Question,
+    everyday,
+    intent_of,
+    names,
+    parse_question,
+    period_of,
+    quote,
+)
+
+__all__ = [
+    "FRAME",
+    "MIN_LINE_TOKENS",
+    "STOP",
+    "WORD_RE",
+    "Evidence",
+    "Question",
+    "Ranked",
+    "Ranker",
+    "Ranking",
+    "intent_of",
+    "parse_question",
+    "period_of",
+    "shortlist_lines",
+]
+
+RRF_K = 20  # reciprocal rank fusion (Cormack et al. 2009); 20 over 60 by leave-one-folder-out
+POOL = 200  # candidates each signal contributes
+TIME_DEPTH = 5  # leading candidates a question about now also ranks by date, newest first
+TIME_DEPTH_SEMANTIC = 10  # the same with vectors (a more reliable head; both by leave-one-out)
+NEWER_FIRST = False  # the within-window move of a newer entry about the same thing
+WINDOW = 3  # leading results that time reorders: the k an answer opens by default
+MIN_LINE_TOKENS = 15  # no index line is shorter; lets a big archive skip summing its lines
+
+
+# --------------------------------------------------------------------------- results
+
+
+@dataclass(frozen=True)
+class Ranked:
+    row: Row
+    score: float  # fused: higher is better (a pulled-in entry takes the score that brought it)
+    via: str = ""  # the entry whose place brought this one in (a replacement or a replaced one)
+
+
+@dataclass(frozen=True)
+class Evidence:
+    """What "nothing found" was decided on. Nothing is found when
+
+    - ``unseen``: the question names something (written like a name: "Istio", "MkDocs",
+      "Cloud Foundry") that no entry the reader may read mentions; or, from the calibrated
+      signal of the ranking in use:
+    - with vectors, ``cosine`` < :data:`COSINE_FLOOR`: no entry's meaning comes close;
+    - lexical only, ``held`` < :data:`HELD_FLOOR`: no leading entry holds that share of the
+      question's weight (its terms weighted by IDF among the reader's entries, see
+      :meth:`Ranker._term_weights`; a term no entry holds weighs as the rarest can, unless it
+      is an everyday word, which says little about whether the archive knows the subject).
+
+    Both floors were chosen by leave-one-folder-out over the dev folders
+    (``tests/bench/test_retrieval.py``), never on the folder they are then measured on.
+    """
+
+    unseen: tuple[str, ...] = ()
+    held: float = 0.0
+    cosine: float | None = None
+    signals: tuple[str, ...] = ()
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "unseen": list(self.unseen),
+            "held": round(self.held, 4),
+            "held_floor": HELD_FLOOR,
+            "cosine": None if self.cosine is None else round(self.cosine, 4),
+            "cosine_floor": COSINE_FLOOR if self.cosine is not None else None,
+            "signals": list(self.signals),
+        }
+
+    @property
+    def nothing(self) -> bool:
+        if self.unseen:
+            return True
+        if self.cosine is not None:
+            return self.cosine < COSINE_FLOOR
+        return self.held < HELD_FLOOR
+
+
+@dataclass(frozen=True)
+class Ranking:
+    question: Question
+    items: tuple[Ranked, ...]
+    nothing_found: bool = False
+    evidence: Evidence = field(default_factory=Evidence)
+    cosines: dict[int, float] = field(default_factory=dict)  # rowid -> cosine, with vectors
+
+
+# --------------------------------------------------------------------------- the ranker
+
+
+class Ranker:
+    """Ranking for one viewer over an open catalog (see the module doc).
+
+    ``semantic``: use the vectors (None: when :func:`vectors.status` says they are on).
+    """
+
+    def __init__(self, catalog: Catalog, viewer: Viewer, *, semantic: bool | None = None) -> None:
+        self.catalog = catalog
+        self.viewer = viewer
+        self._semantic = semantic
+        self._vectors: Any = None
+        self._visible: int | None = None
+        self._walls_ready = False
+        self._df: dict[str, int] = {}
+
+    # -- what the ranker uses
+    @property
+    def semantic(self) -> bool:
+        if self._semantic is None:
+            from llm_wiki.ranking.vectors import status  # deferred: settings only
+
+            self._semantic = status(self.catalog.wiki).on
+        return self._semantic
+
+    def vectors(self) -> Any:
+        if self._vectors is None:
+            from llm_wiki.ranking.vectors import Vectors  # deferred: numpy and the model load
+
+            self._vectors = Vectors.open(self.catalog.wiki, self.catalog)
+        return self._vectors
+
+    def visible(self) -> int:
+        if self._visible is None:
+            self._visible = self.catalog.count(self.viewer)
+        return self._visible
+
+    # -- ranking
+    def rank(self, question: Question, limit: int, *, window: int = WINDOW) -> Ranking:
+        pool = max(limit, POOL)
+        lists: list[list[int]] = []
+        lex = self._lexical(question, pool) if question.terms else []
+        if lex:
+            lists.append([r for r, _ in lex])
+        sem: list[tuple[int, float]] = []
+        # Vectors rank only when every entry the reader may read has one: a list of the few
+        # embedded entries would lift exactly those (after a bulk import, until `llm-wiki index`
+        # embeds the rest); another scope's backlog does not count (walls).
+        if (
+            self.semantic
+            and question.text
+            and self.visible()
+            and not self.vectors().missing_for(self.viewer)
+        ):
+            sem, _ = self.vectors().search(question.text, self.viewer, pool)
+            if sem:
+                lists.append([r for r, _ in sem])
+        if not lists:
+            return Ranking(question, (), True, Evidence())
+        fused = _rrf(lists)
+        order = sorted(fused, key=lambda r: (-fused[r], -r))
+        extra: list[list[int]] = []
+        if question.period:
+            dates = self._dates(order[:pool])
+            inside = [r for r in order[:pool] if dates.get(r, "").startswith(question.period)]
+            if inside:
+                extra.append(inside)
+        depth = TIME_DEPTH_SEMANTIC if sem else TIME_DEPTH
+        if question.present and depth:  # the leading candidates, newest first
+            head = order[:depth]
+            dates = self._dates(head)
+            extra.append(sorted(head, key=lambda r: dates.get(r, ""), reverse=True))
+        if extra:
+            fused = _rrf([*lists, *extra])
+            order = sorted(fused, key=lambda r: (-fused[r], -r))
+        wanted = order[: max(limit, window)]
+        rows = self._rows(wanted)
+        items = [Ranked(rows[r], fused[r]) for r in wanted if r in rows]
+        if not items:
+            return Ranking(question, (), True, Evidence())
+        nothing, evidence = self.nothing(question, [i.row for i in items[:window]], sem)
+        items = self.by_time(question, items, window)
+        return Ranking(question, tuple(items[:limit]), nothing, evidence, dict(sem))
+
+    def on_topic(self, ranking: Ranking, rows: Sequence[Row]) -> list[bool]:
+        """Whether each of ``rows`` answers the question on its own: it holds at least an
+        average term's worth of the question's weight, or (with vectors) its meaning comes
+        within :data:`COSINE_FLOOR`."""
+        weights = self._term_weights(ranking.question)
+        floor = sum(weights.values()) / len(weights) if weights else math.inf
+        held = self._terms_held(list(weights), [r.rowid for r in rows])
+        out = []
+        for row in rows:
+            mine = sum(weights[t] for t in held[row.rowid])
+            close = ranking.cosines.get(row.rowid, -1.0) >= COSINE_FLOOR
+            out.append(mine >= floor or close)
+        return out
+
+    def _lexical(self, question: Question, pool: int) -> list[tuple[int, float]]:
+        if self.viewer.sees_all:
+            return lexical.bm25(self.catalog.db, question.match, pool)
+        df = {t: self.df(t) for t in question.terms}
+        return lexical.walled_bm25(
+            self.catalog.db, question.terms, self._within("rowid"), self.visible(), df, pool
+        )
+
+    # -- time
+    def by_time(self, question: Question, items: list[Ranked], window: int) -> list[Ranked]:
+        """Supersession and dates, as the question's intent asks (see the module doc)."""
+        if question.intent == "present":  # moving a newer entry up may pass its replacement:
+            if NEWER_FIRST:
+                items = self._newer_first(question, self.with_current(items), window, newest=True)
+            return self.with_current(items)  # put each replacement back before it
+        if question.intent == "past":
+            if NEWER_FIRST:
+                items = self._newer_first(question, self.with_earlier(items), window, newest=False)
+            return self.with_earlier(items)
+        return items
+
+    def _newer_first(
+        self, question: Question, items: list[Ranked], window: int, *, newest: bool
+    ) -> list[Ranked]:
+        """Within the first ``window`` items, move an entry before a higher-ranked one about the
+        same thing when it is newer (``newest``) or older: same thing = it holds at least half
+        the weight (IDF) of the question's terms that the higher-ranked one holds. Entries linked
+        by supersession are never swapped here; a move that carries an entry past its own
+        replacement is put right by the caller's second supersession pass."""
+        head = list(items[:window])
+        if len(head) < 2 or not question.terms:
+            return items
+        held = self._terms_held(question.terms, [i.row.rowid for i in head])
+        weight = {t: lexical.idf(self.visible(), self.df(t)) for t in question.terms}
+
+        def same(upper: int, lower: int) -> bool:  # holds most of what the upper one holds
+            mine = held.get(upper, set())
+            shared = sum(weight[t] for t in mine & held.get(lower, set()))
+            return bool(mine) and shared >= 0.5 * sum(weight[t] for t in mine)
+
+        def later(a: Row, b: Row) -> bool:  # is a on the side of time the question asks for
+            return (a.date > b.date) if newest else (a.date < b.date)
+
+        def linked(a: Row, b: Row) -> bool:  # explicit supersession between them
+            return b.id in a.supersedes or a.id in b.supersedes
+
+        for _ in range(len(head) ** 2):  # each move puts a strictly later entry first
+            move = next(
+                (
+                    (i, j)
+                    for j in range(1, len(head))
+                    for i in range(j)
+                    if later(head[j].row, head[i].row)
+                    and not linked(head[j].row, head[i].row)
+                    and same(head[i].row.rowid, head[j].row.rowid)
+                ),
+                None,
+            )
+            if move is None:
+                break
+            i, j = move
+            head.insert(i, head.pop(j))
+        return head + list(items[window:])
+
+    def with_current(self, items: Iterable[Ranked]) -> list[Ranked]:
+        """Each superseded entry preceded by the entries that replaced it (newest first)."""
+        out: list[Ranked] = []
+        seen: set[str] = set()
+        for item in items:
+            if item.row.id in seen:
+                continue
+            for newer in self.replacements(item.row):
+                if newer.id not in seen:
+                    seen.add(newer.id)
+                    out.append(Ranked(newer, item.score, via=item.row.id))
+            seen.add(item.row.id)
+            out.append(item)
+        return out
+
+    def with_earlier(self, items: Iterable[Ranked]) -> list[Ranked]:
+        """Each replacing entry preceded by the entries it replaced (oldest first)."""
+        out: list[Ranked] = []
+        seen: set[str] = set()
+        for item in items:
+            if item.row.id in seen:
+                continue
+            for older in self.predecessors(item.row):
+                if older.id not in seen:
+                    seen.add(older.id)
+                    out.append(Ranked(older, item.score, via=item.row.id))
+            seen.add(item.row.id)
+            out.append(item)
+        return out
+
+    def replacements(self, row: Row) -> list[Row]:
+        """Every visible entry that (transitively) replaced ``row``, the current ones first."""
+        found = self._follow(row, lambda r: r.superseded_by)
+        return sorted(found, key=lambda r: (bool(r.superseded_by), _neg_date(r.date)))
+
+    def predecessors(self, row: Row) -> list[Row]:
+        """Every visible entry ``row`` (transitively) replaced, the oldest first."""
+        return sorted(self._follow(row, lambda r: r.supersedes), key=lambda r: (r.date, r.id))
+
+    def _follow(self, row: Row, step: Any) -> list[Row]:
+        found: dict[str, Row] = {}
+        todo = list(step(row))
+        while todo:
+            entry_id = todo.pop()
+            if entry_id in found or entry_id == row.id:
+                continue
+            other = self.catalog.get(entry_id, self.viewer)
+            if other is None:
+                continue
+            found[entry_id] = other
+            todo.extend(step(other))
+        return list(found.values())
+
+    # -- nothing found
+    def nothing(
+        self, question: Question, leading: Sequence[Row], semantic: Sequence[tuple[int, float]]
+    ) -> tuple[bool, Evidence]:
+        """Whether the archive answers nothing (see :class:`Evidence`)."""
+        unseen = tuple(" ".join(name) for name in names(question.text) if not self._mentioned(name))
+        weights = self._term_weights(question)
+        rarest = math.log(1 + (self.visible() + 0.5) / 0.5)
+        missing = [t for t in question.terms if not self.df(t) and not everyday(t)]
+        total = sum(weights.values()) + rarest * len(missing)
+        held = self._terms_held(list(weights), [r.rowid for r in leading])
+        best = max((sum(weights[t] for t in held[r.rowid]) for r in leading), default=0.0)
+        evidence = Evidence(
+            unseen=unseen,
+            held=best / total if total else 0.0,
+            cosine=semantic[0][1] if semantic else None,
+            signals=("lexical", "semantic") if semantic else ("lexical",),
+        )
+        return evidence.nothing, evidence
+
+    def _term_weights(self, question: Question) -> dict[str, float]:
+        """The question's terms that some entry the reader may read holds, by how much each
+        says: IDF among the reader's entries, in the always-positive form log(1 + (N - n +
+        0.5) / (n + 0.5)) (FTS5's form gives every term held by over half the entries the same
+        near-zero weight, which in a small archive is most of a question)."""
+        total = self.visible()
+        return {
+            t: math.log(1 + (total - self.df(t) + 0.5) / (self.df(t) + 0.5))
+            for t in question.terms
+            if self.df(t)
+        }
+
+    def _mentioned(self, name: tuple[str, ...]) -> bool:
+        """Whether some entry the reader may read holds the name (each word, or the words
+        written together: "Cloud Foundry" is mentioned by "CloudFoundry")."""
+        words = [w.lower() for part in name for w in WORD_RE.findall(part)]
+        if not words:
+            return True
+        if any(self.df(w) for w in words):
+            return True
+        return len(words) > 1 and bool(self.df("".join(words)))
+
+    # -- SQL helpers
+    def df(self, term: str) -> int:
+        """How many of the reader's entries hold ``term`` (counted once a ranker)."""
+        if term not in self._df:
+            if self.viewer.sees_all:
+                sql = "SELECT count(*) FROM fts WHERE fts MATCH ?"
+            else:
+                sql = (
+                    "WITH m AS MATERIALIZED (SELECT rowid AS r FROM fts WHERE fts MATCH ?) "
+                    f"SELECT count(*) FROM m WHERE {self._within('r')}"
+                )
+            self._df[term] = int(self.catalog.db.execute(sql, [quote(term)]).fetchone()[0])
+        return self._df[term]
+
+    def idf(self, terms: Sequence[str]) -> dict[str, tuple[float, int]]:
+        """term -> (IDF among the reader's entries, how many hold it)."""
+        return {t: (lexical.idf(self.visible(), self.df(t)), self.df(t)) for t in terms}
+
+    def _terms_held(self, terms: Sequence[str], rowids: Sequence[int]) -> dict[int, set[str]]:
+        """rowid -> which of ``terms`` each of ``rowids`` holds."""
+        out: dict[int, set[str]] = {r: set() for r in rowids}
+        if not rowids:
+            return out
+        marks = ",".join("?" * len(rowids))
+        for term in terms:
+            if not self.df(term):
+                continue
+            for (rowid,) in self.catalog.db.execute(
+                f"SELECT rowid FROM fts WHERE fts MATCH ? AND rowid IN ({marks})",
+                [quote(term), *rowids],
+            ):
+                out[int(rowid)].add(term)
+        return out
+
+    def _within(self, column: str) -> str:
+        """A condition limiting ``column`` (a rowid) to this viewer's entries: under walls, a
+        temporary table of the reader's rowids, built once per ranker. FTS5 queries are
+        materialized first, so SQLite never drives a MATCH by that list."""
+        if self.viewer.sees_all:
+            return "1"
+        if not self._walls_ready:
+            clause, params = self.viewer.sql_filter()
+            db = self.catalog.db
+            db.execute("DROP TABLE IF EXISTS temp.llm_wiki_visible")
+            db.execute("CREATE TEMP TABLE llm_wiki_visible(rowid INTEGER PRIMARY KEY)")
+            db.execute(
+                f"INSERT INTO temp.llm_wiki_visible SELECT rowid FROM entries WHERE {clause}",
+                params,
+            )
+            self._walls_ready = True
+        return f"{column} IN temp.llm_wiki_visible"
+
+    def _rows(self, rowids: Sequence[int]) -> dict[int, Row]:
+        if not rowids:
+            return {}
+        marks = ",".join("?" * len(rowids))
+        # An extractive synthesis (written offline) repeats its sources' summaries, so it
+        # would outrank each of them; the sources themselves are what a question should open.
+        ids = [
+            i for (i,) in self.catalog.db.execute(
+                f"SELECT id FROM entries WHERE rowid IN ({marks}) AND NOT (origin = "
+                "'consolidated' AND extra IS NOT NULL AND "
+                "json_extract(extra, '$.method') = 'extractive')",
+                list(rowids),
+            )
+        ]  # fmt: skip
+        return {row.rowid: row for row in self.catalog.rows(self.viewer, ids=ids)}
+
+    def _dates(self, rowids: Sequence[int]) -> dict[int, str]:
+        out: dict[int, str] = {}
+        ids = list(rowids)
+        for start in range(0, len(ids), 900):
+            part = ids[start : start + 900]
+            marks = ",".join("?" * len(part))
+            for rowid, date in self.catalog.db.execute(
+                f"SELECT rowid, date FROM entries WHERE rowid IN ({marks})", part
+            ):
+                out[int(rowid)] = str(date or "")
+        return out
+
+
+# Chosen by leave-one-folder-out over the dev folders (tests/bench/test_retrieval.py).
+COSINE_FLOOR = 1 / 3  # all-MiniLM-L6-v2: below it, the closest entry does not answer
+HELD_FLOOR = 0.35  # lexical: the share of the question's weight the best leading entry holds
+
+
+def _rrf(lists: Sequence[Sequence[int]]) -> dict[int, float]:
+    scores: dict[int, float] = {}
+    for ranked in lists:
+        for n, rowid in enumerate(ranked):
+            scores[rowid] = scores.get(rowid, 0.0) + 1.0 / (RRF_K + n + 1)
+    return scores
+
+
+def _neg_date(day: str) -> tuple[int, ...]:
+    return tuple(-int(p) for p in day.split("-") if p.isdigit())
+
+
+# --------------------------------------------------------------------------- the shortlist
+
+
+def _line(row: Row) -> str:
+    return row.index_line("")
+
+
+def _line_tokens(row: Row) -> int:
+    return estimate_tokens(_line(row) + "\n")
+
+
+def shortlist_lines(
+    catalog: Catalog, viewer: Viewer, ranking: Ranking, allowance: int, total: int
+) -> tuple[tuple[Row, ...], bool]:
+    """All the viewer's lines if they fit ``allowance`` tokens, else the best-ranked that fit."""
+    if total * MIN_LINE_TOKENS <= allowance:
+        rows = catalog.rows(viewer)
+        if sum(_line_tokens(r) for r in rows) <= allowance:
+            return tuple(rows), False
+    chosen: list[Row] = []
+    used = 0
+    for item in ranking.items:
+        cost = _line_tokens(item.row)
+        if used + cost > allowance:
+            if item.via:
+                continue  # a pulled-in line that does not fit; smaller ones may follow
+            break
+        chosen.append(item.row)
+        used += cost
+    return tuple(chosen), True

