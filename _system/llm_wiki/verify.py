@@ -154,13 +154,16 @@ _PARSED = 2  # the catalog holds a row parsed from the logged bytes
 _NO_SHA = b"-" * 32  # stands for a logged sha256 that is not one: no digest is this
 _FLAGS = [bytes((i,)) for i in range(4)]
 # The usual write line exactly as format_log_line writes it, every field unquoted printable
-# ASCII (no space, ``"`` or ``=``) and the sha256 64 lowercase hex digits, line feed and all.
-# On such a line parse_log_line reads the same subject, sha256 and scope; any other line goes to
-# parse_log_line.
+# ASCII (no space, ``"`` or ``=``) and the sha256 64 lowercase hex digits, line feed and all:
+# found by one regex scan of a chunk of log.md, so the usual line is neither decoded nor split.
+# On such a line parse_log_line reads the same subject, sha256 and scope (a property test
+# compares them); the lines between two matches go to parse_log_line.
 _WRITE = re.compile(
-    rb"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ write ([!#-<>-~]+) sha256=([0-9a-f]{64})"
-    rb" scope=([!#-<>-~]+) path=[!#-<>-~]+\n"
+    rb"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ write ([!#-<>-~]+) sha256=([0-9a-f]{64})"
+    rb" scope=([!#-<>-~]+) path=[!#-<>-~]+\n",
+    re.MULTILINE,
 )
+LOG_CHUNK = 1 << 18  # bytes of log.md read at a time
 
 
 def _record(sha: str, scope: str) -> bytes:
@@ -179,32 +182,78 @@ class _Log:
 
     def __init__(self, wiki: Wiki) -> None:
         self.wiki = wiki
-        self.records: dict[str, bytes] = {}
+        self.records: dict[bytes, bytes] = {}  # entry id (UTF-8) -> record
         self.offset = 0
 
     def follow(self) -> None:
-        """Read the write lines from ``offset`` on (a record already found keeps its flag)."""
-        match = _WRITE.fullmatch
+        """Read the write lines from ``offset`` on (a record already found keeps its flag).
+
+        Lines end as :func:`store.log_texts` ends them: at a line feed; a line with a CR in it
+        is split as ``bytes.splitlines`` splits it, and a piece that does not end in a line feed
+        (a torn last line, a lone CR) ends the log."""
         records = self.records
         keep = bool(records)
-        offset = self.offset
-        for offset, raw in store._log_lines(self.wiki, self.offset):  # noqa: B007
-            got = match(raw)
-            if got is not None:
-                entry_id = got.group(1).decode()
-                record = b"\x00" + bytes.fromhex(got.group(2).decode()) + got.group(3)
-            else:
-                line = store.parse_log_line(raw.decode("utf-8", "replace").rstrip("\r\n"))
-                if line is None or line.op != "write" or not line.subject:
+        try:
+            fh = open(self.wiki.log_path, "rb")  # noqa: SIM115 (closed below)
+        except FileNotFoundError:
+            return
+        with fh:
+            fh.seek(self.offset)
+            base = self.offset  # of buf
+            tail = b""
+            while chunk := fh.read(LOG_CHUNK):
+                buf = tail + chunk if tail else chunk
+                cut = buf.rfind(b"\n") + 1
+                tail = buf[cut:]
+                if not cut:
                     continue
-                entry_id = line.subject
-                record = _record(line.fields.get("sha256", ""), line.fields.get("scope", ""))
-            if keep:
-                old = records.get(entry_id)
-                if old is not None and old[0] & _SEEN:
-                    record = _FLAGS[_SEEN] + record[1:]
-            records[entry_id] = record
-        self.offset = offset
+                pos = 0
+                for m in _WRITE.finditer(buf, 0, cut):
+                    start = m.start()
+                    if start != pos:
+                        read = self._others(buf[pos:start], keep)
+                        if read != start - pos:
+                            self.offset = base + pos + read
+                            return
+                    entry_id = m.group(1)
+                    record = b"\x00" + bytes.fromhex(m.group(2).decode()) + m.group(3)
+                    if keep:
+                        old = records.get(entry_id)
+                        if old is not None and old[0] & _SEEN:
+                            record = _FLAGS[_SEEN] + record[1:]
+                    records[entry_id] = record
+                    pos = m.end()
+                if pos != cut:
+                    read = self._others(buf[pos:cut], keep)
+                    if read != cut - pos:
+                        self.offset = base + pos + read
+                        return
+                base += cut
+            self.offset = base
+
+    def _others(self, lines: bytes, keep: bool) -> int:
+        """Whole lines of other shapes, through parse_log_line. Returns how many bytes of
+        ``lines`` were read: all, unless a piece without a line feed (a lone CR) ends the log."""
+        done = 0
+        for piece in lines.splitlines(keepends=True):
+            if not piece.endswith(b"\n"):
+                return done
+            done += len(piece)
+            self._other(piece, keep)
+        return done
+
+    def _other(self, raw: bytes, keep: bool) -> None:
+        """A line of another shape, through parse_log_line."""
+        line = store.parse_log_line(raw.decode("utf-8", "replace").rstrip("\r\n"))
+        if line is None or line.op != "write" or not line.subject:
+            return
+        record = _record(line.fields.get("sha256", ""), line.fields.get("scope", ""))
+        entry_id = line.subject.encode()
+        if keep:
+            old = self.records.get(entry_id)
+            if old is not None and old[0] & _SEEN:
+                record = _FLAGS[_SEEN] + record[1:]
+        self.records[entry_id] = record
 
     def path(self, ids: set[str]) -> dict[str, str]:
         """The path each of ``ids`` was written to (its last write line): a second pass, for
@@ -244,14 +293,15 @@ def verify(
         log.follow()
     else:
         for entry_id, (sha, _, in_scope, _) in logged.items():
-            records[entry_id] = _record(sha, in_scope)
+            records[entry_id.encode()] = _record(sha, in_scope)
         log.offset = logged_to
-    for entry_id, sha in each_parsed_sha(wiki):  # bytes the catalog parsed need no second parse
-        record = records.get(entry_id)
+    for parsed_id, sha in each_parsed_sha(wiki):  # bytes the catalog parsed: no second parse
+        key = parsed_id.encode()
+        record = records.get(key)
         if record is not None and record[1:33].hex() == sha:
-            records[entry_id] = _FLAGS[record[0] | _PARSED] + record[1:]
+            records[key] = _FLAGS[record[0] | _PARSED] + record[1:]
     findings: list[Finding] = []
-    found: set[str] = set()  # files (or members) with no record when they were found: few
+    found: set[bytes] = set()  # files (or members) with no record when they were found: few
     checked = 0
     sees_all = viewer.sees_all
     scope: bytes | str
@@ -264,85 +314,85 @@ def verify(
             got = seen[scope] = viewer.sees([text])
         return got
 
-    def mark(entry_id: str, record: bytes) -> None:
-        records[entry_id] = _FLAGS[record[0] | _SEEN] + record[1:]
+    def mark(key: bytes, record: bytes) -> None:
+        records[key] = _FLAGS[record[0] | _SEEN] + record[1:]
 
     sha256 = store.openssl_sha256()
     read = store.read_whole
     root = str(wiki.root) + os.sep
-    unlogged: list[tuple[str, str, bytes, os.stat_result | None]] = []
+    unlogged: list[tuple[bytes, str, bytes, os.stat_result | None]] = []
     if hashes is None:
         for rel, _, _ in store.iter_entry_files(wiki, stat=False):
             try:
                 data = read(root + rel)
             except FileNotFoundError:
                 continue  # archived (or a write taken back) since the folder was listed
-            entry_id = rel[rel.rindex("/") + 1 : -3]
-            record = records.get(entry_id)
+            key = rel[rel.rindex("/") + 1 : -3].encode()
+            record = records.get(key)
             if record is None:
-                unlogged.append((entry_id, rel, data, None))
+                unlogged.append((key, rel, data, None))
                 continue
             flags = record[0]
             if not flags & _SEEN:
-                records[entry_id] = _FLAGS[flags | _SEEN] + record[1:]
+                records[key] = _FLAGS[flags | _SEEN] + record[1:]
             if not sees_all and not visible(record[33:]):
                 continue
             checked += 1
             if record[1:33] != sha256(data).digest():
-                findings.append(Finding("edited", entry_id, rel, KINDS["edited"]))
+                findings.append(Finding("edited", key.decode(), rel, KINDS["edited"]))
             elif not flags & _PARSED and not _parses(data, rel):
-                findings.append(Finding("unreadable", entry_id, rel, KINDS["unreadable"]))
+                findings.append(Finding("unreadable", key.decode(), rel, KINDS["unreadable"]))
     else:
         for rel, st in store.iter_entry_stats(wiki):
             path = root + rel
-            entry_id = rel[rel.rindex("/") + 1 : -3]
-            record = records.get(entry_id)
+            key = rel[rel.rindex("/") + 1 : -3].encode()
+            record = records.get(key)
             if record is None:
                 try:
                     data = read(path)
                 except FileNotFoundError:
                     continue
-                unlogged.append((entry_id, rel, data, st))
+                unlogged.append((key, rel, data, st))
                 continue
             flags = record[0]
             if not flags & _SEEN:
-                records[entry_id] = _FLAGS[flags | _SEEN] + record[1:]
+                records[key] = _FLAGS[flags | _SEEN] + record[1:]
             if not sees_all and not visible(record[33:]):
                 continue
             try:
                 sha = hashes.sha_of(path, rel, st)
             except FileNotFoundError:
-                records[entry_id] = record  # not found after all
+                records[key] = record  # not found after all
                 continue
             checked += 1
             if record[1:33].hex() != sha:
-                findings.append(Finding("edited", entry_id, rel, KINDS["edited"]))
+                findings.append(Finding("edited", key.decode(), rel, KINDS["edited"]))
             elif not flags & _PARSED:
                 try:
                     data = read(path)
                 except FileNotFoundError:
                     continue
                 if not _parses(data, rel):
-                    findings.append(Finding("unreadable", entry_id, rel, KINDS["unreadable"]))
+                    findings.append(Finding("unreadable", key.decode(), rel, KINDS["unreadable"]))
     if unlogged:
         # A write links its file, then appends its line: a file seen before its line is a write
         # in progress. Read the lines written since; for what is left, wait for the write lock
         # (no write is then half-done) and read once more.
         log.follow()
-        if any(entry_id not in records for entry_id, _, _, _ in unlogged):
+        if any(key not in records for key, _, _, _ in unlogged):
             with contextlib.nullcontext() if lock_held else store.locked(wiki):
                 log.follow()
-                gone = {e for e, rel, _, _ in unlogged if not os.path.exists(root + rel)}
+                gone = {k for k, rel, _, _ in unlogged if not os.path.exists(root + rel)}
         else:
             gone = set()
-        for entry_id, rel, data, stat in unlogged:
-            if entry_id in gone:
+        for key, rel, data, stat in unlogged:
+            if key in gone:
                 continue
-            record = records.get(entry_id)
+            record = records.get(key)
             if record is None:
-                found.add(entry_id)
+                found.add(key)
             else:
-                mark(entry_id, record)
+                mark(key, record)
             if not visible(record[33:] if record is not None else _scope_of(data, rel)):
                 continue
             checked += 1
@@ -350,11 +400,11 @@ def verify(
             if hashes is not None and stat is not None:  # its page is named by its sha256
                 hashes.record(rel, stat, digest.hex())
             if record is None:
-                findings.append(Finding("unlogged", entry_id, rel, KINDS["unlogged"]))
+                findings.append(Finding("unlogged", key.decode(), rel, KINDS["unlogged"]))
             elif record[1:33] != digest:
-                findings.append(Finding("edited", entry_id, rel, KINDS["edited"]))
+                findings.append(Finding("edited", key.decode(), rel, KINDS["edited"]))
             elif not _parses(data, rel):
-                findings.append(Finding("unreadable", entry_id, rel, KINDS["unreadable"]))
+                findings.append(Finding("unreadable", key.decode(), rel, KINDS["unreadable"]))
     for name in sorted(store.archive_names(wiki)):
         for rel, sha, member_scope in _archive_members(wiki, name, hashes):
             if rel is None:  # unreadable from here on
@@ -364,12 +414,13 @@ def verify(
                     )
                 break
             entry_id = os.path.basename(rel)[:-3]
-            record = records.get(entry_id)
+            key = entry_id.encode()
+            record = records.get(key)
             if record is not None:
                 if record[0] & _SEEN:
                     continue
                 scope = record[33:]
-            elif entry_id in found:
+            elif key in found:
                 continue
             elif isinstance(member_scope, bytes):
                 scope = _scope_of(member_scope, rel)
@@ -380,17 +431,17 @@ def verify(
             checked += 1
             where = f"{name}:{rel}"
             if record is None:
-                found.add(entry_id)
+                found.add(key)
                 findings.append(Finding("unlogged", entry_id, where, KINDS["unlogged"]))
                 continue
-            mark(entry_id, record)
+            mark(key, record)
             if record[1:33].hex() != sha:
                 findings.append(
                     Finding("archive-mismatch", entry_id, where, KINDS["archive-mismatch"])
                 )
     gone_ids = {
-        entry_id
-        for entry_id, record in records.items()
+        key.decode()
+        for key, record in records.items()
         if not record[0] & _SEEN and visible(record[33:])
     }
     if gone_ids:
@@ -649,6 +700,11 @@ def _copy(src: int, dst: int, start: int, end: int) -> None:
 
 
 def _in_git(wiki: Wiki) -> bool:
+    if not any(k.startswith("GIT_") for k in os.environ) and not any(
+        os.path.exists(os.path.join(folder, ".git"))
+        for folder in (wiki.root.resolve(), *wiki.root.resolve().parents)
+    ):
+        return False  # git finds a repository only through a .git up the tree (or GIT_DIR)
     out = _git_out(wiki, "rev-parse", "--is-inside-work-tree")
     return out is not None and out.strip() == b"true"
 

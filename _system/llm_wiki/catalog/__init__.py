@@ -108,6 +108,7 @@ def each_parsed_sha(wiki: Wiki) -> Iterator[tuple[str, str]]:
         got = db.execute("SELECT value FROM meta WHERE key='version'").fetchone()
         if not got or got[0] != CATALOG_VERSION:
             return
+        db.execute("PRAGMA cache_size=-256")  # one pass over the table: no page is read twice
         yield from db.execute("SELECT id, sha256 FROM entries")
     except sqlite3.Error:
         return
