@@ -148,6 +148,8 @@ _MORE_PIECES = [
     "2026-13-01T00:00:00Z write 2026-01-01-p-abcd sha256=" + "89" * 32 + " scope=s path=p",
     "2026-01-01T00:00:00Z write 2026-01-01-q-abcd sha256=" + "ab" * 32 + " scope=s path=p ",
     "2026-01-01T00:00:00Z write 2026-01-01-r-abcd sha256=" + "cd" * 32 + " scope= path=p",
+    "2026-01-01T00:00:00Z write 2026-01-01-s\x00-abcd sha256=" + "ab" * 32 + " scope=s path=p",
+    "2026-01-01T00:00:00Z write 2026-01-01-s-abcd sha256=" + "cd" * 32 + " scope=s path=p",
 ]
 
 
@@ -179,15 +181,23 @@ def test_verify_reads_the_write_lines_parse_log_line_reads(tmp_path_factory, lin
     expected = {}
     for _, p in old:
         if p.op == "write" and p.subject:
-            expected[p.subject.encode()] = verify_module._record(
-                p.fields.get("sha256", ""), p.fields.get("scope", "")
+            expected[p.subject] = (
+                verify_module._digest(p.fields.get("sha256", "")),
+                p.fields.get("scope", "").encode(),
             )
     log = verify_module._Log(Wiki(root))
     log.offset = begin
     with pytest.MonkeyPatch.context() as mp:
         mp.setattr(verify_module, "LOG_CHUNK", chunk)
         log.follow()
-    assert log.records == expected
+    log.seal()
+    got = {}
+    for key in expected:
+        record = log.get(key.encode())
+        assert record is not None, key
+        got[key] = record[1:]
+    assert got == expected
+    assert len(log.items) + len(log.extra) == len(expected)
     assert log.offset == _end_of_lines(data, begin)
 
 

@@ -9,6 +9,7 @@ and fall back to comparing line sets only when it is not a plain extension of it
 
 from __future__ import annotations
 
+import bisect
 import contextlib
 import os
 import re
@@ -148,11 +149,10 @@ def logged_entries(lines: Any, into: dict[str, list[str]] | None = None) -> dict
     return logged
 
 
-# A logged entry's record: one flags byte, the sha256's 32 bytes, the scope's UTF-8.
+# A logged entry's flags (in _Log.flags, one byte per record).
 _SEEN = 1  # its file (or an archive member) was found
 _PARSED = 2  # the catalog holds a row parsed from the logged bytes
 _NO_SHA = b"-" * 32  # stands for a logged sha256 that is not one: no digest is this
-_FLAGS = [bytes((i,)) for i in range(4)]
 # The usual write line exactly as format_log_line writes it, every field unquoted printable
 # ASCII (no space, ``"`` or ``=``) and the sha256 64 lowercase hex digits, line feed and all:
 # found by one regex scan of a chunk of log.md, so the usual line is neither decoded nor split.
@@ -166,37 +166,125 @@ _WRITE = re.compile(
 LOG_CHUNK = 1 << 18  # bytes of log.md read at a time
 
 
-def _record(sha: str, scope: str) -> bytes:
+def _digest(sha: str) -> bytes:
     try:
         digest = bytes.fromhex(sha)
     except ValueError:
-        digest = _NO_SHA
+        return _NO_SHA
     if len(digest) != 32 or digest.hex() != sha:
-        digest = _NO_SHA  # not a sha256 as hexdigest writes it: no file matches it
-    return b"\x00" + digest + scope.encode()
+        return _NO_SHA  # not a sha256 as hexdigest writes it: no file matches it
+    return digest
 
 
 class _Log:
-    """log.md's write lines, as records (see above), read from byte 0 or from where a caller
-    that follows the log stopped."""
+    """Each entry's last write line in log.md: its sha256 and scope, and flags.
+
+    Memory is what verify of a big wiki is bounded by, so the records are one sorted list of
+    bytes, ``id NUL seq(4) sha256(32) scope`` (no dict, no per-entry object beyond the one
+    bytes), and one flags byte each; files are looked up by bisection, from a cursor that the
+    files' own order (by month, then id) keeps right most of the time. Lines read after the
+    list is sealed (a write in progress), and ids holding a NUL, are kept in ``extra``."""
 
     def __init__(self, wiki: Wiki) -> None:
         self.wiki = wiki
-        self.records: dict[bytes, bytes] = {}  # entry id (UTF-8) -> record
+        self.items: list[bytes] = []
+        self.flags = bytearray()
+        self.extra: dict[bytes, bytearray] = {}  # id -> flags, sha256, scope
         self.offset = 0
+        self.sealed = False
+        self._at = 0
+
+    def add(self, entry_id: bytes, digest: bytes, scope: bytes) -> None:
+        if not self.sealed and b"\x00" not in entry_id:
+            self.items.append(
+                entry_id + b"\x00" + len(self.items).to_bytes(4, "big") + digest + scope
+            )
+            return
+        old = self.extra.get(entry_id)
+        if old is not None:
+            seen = old[0] & _SEEN
+        else:
+            i = self.find(entry_id) if self.sealed else -1
+            seen = self.flags[i] & _SEEN if i >= 0 else 0
+        self.extra[entry_id] = bytearray(bytes((seen,)) + digest + scope)
+
+    def seal(self) -> None:
+        """Sort the records and keep each id's last line (the highest seq)."""
+        items = self.items
+        items.sort()
+        last = len(items) - 1
+        dropped = False
+        for i in range(last):
+            a = items[i]
+            cut = a.index(0) + 1
+            if items[i + 1][:cut] == a[:cut]:
+                items[i] = b""  # an earlier line of the same id
+                dropped = True
+        if dropped:
+            self.items = items = [item for item in items if item]
+        self.flags = bytearray(len(items))
+        self.sealed = True
+
+    def find(self, key: bytes) -> int:
+        """The index of ``key``'s record in ``items``, or -1."""
+        items = self.items
+        probe = key + b"\x00"
+        i = self._at
+        if i < len(items) and items[i].startswith(probe):
+            self._at = i + 1
+            return i
+        i = bisect.bisect_left(items, probe)
+        if i < len(items) and items[i].startswith(probe):
+            self._at = i + 1
+            return i
+        return -1
+
+    def get(self, key: bytes) -> tuple[int, bytes, bytes] | None:
+        """(flags, sha256 digest, scope) of ``key``'s record, or None."""
+        if self.extra:
+            got = self.extra.get(key)
+            if got is not None:
+                return got[0], bytes(got[1:33]), bytes(got[33:])
+        i = self.find(key)
+        if i < 0:
+            return None
+        item, p = self.items[i], len(key)
+        return self.flags[i], item[p + 5 : p + 37], item[p + 37 :]
+
+    def mark(self, key: bytes, flag: int = _SEEN) -> None:
+        got = self.extra.get(key) if self.extra else None
+        if got is not None:
+            got[0] |= flag
+            return
+        i = self.find(key)
+        if i >= 0:
+            self.flags[i] |= flag
+
+    def unseen(self) -> Iterator[tuple[str, bytes]]:
+        """(id, scope) of every record whose file was not found."""
+        flags = self.flags
+        for i, item in enumerate(self.items):
+            if not flags[i] & _SEEN:
+                p = item.index(0)
+                if item[:p] not in self.extra:
+                    yield item[:p].decode(), item[p + 37 :]
+        for key, got in self.extra.items():
+            if not got[0] & _SEEN:
+                yield key.decode(), bytes(got[33:])
 
     def follow(self) -> None:
-        """Read the write lines from ``offset`` on (a record already found keeps its flag).
+        """Read the write lines from ``offset`` on.
 
         Lines end as :func:`store.log_texts` ends them: at a line feed; a line with a CR in it
         is split as ``bytes.splitlines`` splits it, and a piece that does not end in a line feed
         (a torn last line, a lone CR) ends the log."""
-        records = self.records
-        keep = bool(records)
         try:
             fh = open(self.wiki.log_path, "rb")  # noqa: SIM115 (closed below)
         except FileNotFoundError:
             return
+        fast = not self.sealed
+        items = self.items
+        add = self.add
         with fh:
             fh.seek(self.offset)
             base = self.offset  # of buf
@@ -211,27 +299,30 @@ class _Log:
                 for m in _WRITE.finditer(buf, 0, cut):
                     start = m.start()
                     if start != pos:
-                        read = self._others(buf[pos:start], keep)
+                        read = self._others(buf[pos:start])
                         if read != start - pos:
                             self.offset = base + pos + read
                             return
-                    entry_id = m.group(1)
-                    record = b"\x00" + bytes.fromhex(m.group(2).decode()) + m.group(3)
-                    if keep:
-                        old = records.get(entry_id)
-                        if old is not None and old[0] & _SEEN:
-                            record = _FLAGS[_SEEN] + record[1:]
-                    records[entry_id] = record
+                    if fast:
+                        items.append(
+                            m.group(1)
+                            + b"\x00"
+                            + len(items).to_bytes(4, "big")
+                            + bytes.fromhex(m.group(2).decode())
+                            + m.group(3)
+                        )
+                    else:
+                        add(m.group(1), bytes.fromhex(m.group(2).decode()), m.group(3))
                     pos = m.end()
                 if pos != cut:
-                    read = self._others(buf[pos:cut], keep)
+                    read = self._others(buf[pos:cut])
                     if read != cut - pos:
                         self.offset = base + pos + read
                         return
                 base += cut
             self.offset = base
 
-    def _others(self, lines: bytes, keep: bool) -> int:
+    def _others(self, lines: bytes) -> int:
         """Whole lines of other shapes, through parse_log_line. Returns how many bytes of
         ``lines`` were read: all, unless a piece without a line feed (a lone CR) ends the log."""
         done = 0
@@ -239,23 +330,17 @@ class _Log:
             if not piece.endswith(b"\n"):
                 return done
             done += len(piece)
-            self._other(piece, keep)
+            line = store.parse_log_line(piece.decode("utf-8", "replace").rstrip("\r\n"))
+            if line is not None and line.op == "write" and line.subject:
+                fields = line.fields
+                self.add(
+                    line.subject.encode(),
+                    _digest(fields.get("sha256", "")),
+                    fields.get("scope", "").encode(),
+                )
         return done
 
-    def _other(self, raw: bytes, keep: bool) -> None:
-        """A line of another shape, through parse_log_line."""
-        line = store.parse_log_line(raw.decode("utf-8", "replace").rstrip("\r\n"))
-        if line is None or line.op != "write" or not line.subject:
-            return
-        record = _record(line.fields.get("sha256", ""), line.fields.get("scope", ""))
-        entry_id = line.subject.encode()
-        if keep:
-            old = self.records.get(entry_id)
-            if old is not None and old[0] & _SEEN:
-                record = _FLAGS[_SEEN] + record[1:]
-        self.records[entry_id] = record
-
-    def path(self, ids: set[str]) -> dict[str, str]:
+    def paths(self, ids: set[str]) -> dict[str, str]:
         """The path each of ``ids`` was written to (its last write line): a second pass, for
         the few entries verify reports removed."""
         paths: dict[str, str] = {}
@@ -288,18 +373,29 @@ def verify(
     from llm_wiki.catalog import each_parsed_sha  # deferred: only verify reads it
 
     log = _Log(wiki)
-    records = log.records
     if logged is None:
         log.follow()
     else:
         for entry_id, (sha, _, in_scope, _) in logged.items():
-            records[entry_id.encode()] = _record(sha, in_scope)
+            log.add(entry_id.encode(), _digest(sha), in_scope.encode())
         log.offset = logged_to
+    log.seal()
+    items, flags, extra, find = log.items, log.flags, log.extra, log.find
+    n = len(items)
+    at = 0  # a cursor into items: the catalog's rows by id, and the files, come in their order
     for parsed_id, sha in each_parsed_sha(wiki):  # bytes the catalog parsed: no second parse
         key = parsed_id.encode()
-        record = records.get(key)
-        if record is not None and record[1:33].hex() == sha:
-            records[key] = _FLAGS[record[0] | _PARSED] + record[1:]
+        probe = key + b"\x00"
+        i = at if at < n and items[at].startswith(probe) else find(key)
+        if i >= 0:
+            at = i + 1
+            p = len(probe) + 4
+            if items[i][p : p + 32].hex() == sha:
+                flags[i] |= _PARSED
+        elif extra:
+            record = extra.get(key)
+            if record is not None and record[1:33].hex() == sha:
+                record[0] |= _PARSED
     findings: list[Finding] = []
     found: set[bytes] = set()  # files (or members) with no record when they were found: few
     checked = 0
@@ -314,9 +410,6 @@ def verify(
             got = seen[scope] = viewer.sees([text])
         return got
 
-    def mark(key: bytes, record: bytes) -> None:
-        records[key] = _FLAGS[record[0] | _SEEN] + record[1:]
-
     sha256 = store.openssl_sha256()
     read = store.read_whole
     root = str(wiki.root) + os.sep
@@ -328,46 +421,59 @@ def verify(
             except FileNotFoundError:
                 continue  # archived (or a write taken back) since the folder was listed
             key = rel[rel.rindex("/") + 1 : -3].encode()
-            record = records.get(key)
-            if record is None:
-                unlogged.append((key, rel, data, None))
-                continue
-            flags = record[0]
-            if not flags & _SEEN:
-                records[key] = _FLAGS[flags | _SEEN] + record[1:]
-            if not sees_all and not visible(record[33:]):
+            probe = key + b"\x00"
+            if extra and key in extra:
+                i = -1
+            elif at < n and items[at].startswith(probe):
+                i = at
+            else:
+                i = find(key)
+            if i < 0:
+                got = log.get(key)
+                if got is None:
+                    unlogged.append((key, rel, data, None))
+                    continue
+                log.mark(key)
+                state, digest, scope = got
+            else:
+                at = i + 1
+                item, p = items[i], len(probe) + 4
+                state = flags[i]
+                flags[i] = state | _SEEN
+                digest = item[p : p + 32]
+                scope = item[p + 32 :] if not sees_all else b""
+            if not sees_all and not visible(scope):
                 continue
             checked += 1
-            if record[1:33] != sha256(data).digest():
+            if digest != sha256(data).digest():
                 findings.append(Finding("edited", key.decode(), rel, KINDS["edited"]))
-            elif not flags & _PARSED and not _parses(data, rel):
+            elif not state & _PARSED and not _parses(data, rel):
                 findings.append(Finding("unreadable", key.decode(), rel, KINDS["unreadable"]))
     else:
         for rel, st in store.iter_entry_stats(wiki):
             path = root + rel
             key = rel[rel.rindex("/") + 1 : -3].encode()
-            record = records.get(key)
-            if record is None:
+            got = log.get(key)
+            if got is None:
                 try:
                     data = read(path)
                 except FileNotFoundError:
                     continue
                 unlogged.append((key, rel, data, st))
                 continue
-            flags = record[0]
-            if not flags & _SEEN:
-                records[key] = _FLAGS[flags | _SEEN] + record[1:]
-            if not sees_all and not visible(record[33:]):
+            state, digest, scope = got
+            if not sees_all and not visible(scope):
+                log.mark(key)
                 continue
             try:
                 sha = hashes.sha_of(path, rel, st)
             except FileNotFoundError:
-                records[key] = record  # not found after all
-                continue
+                continue  # archived since the folder was listed
+            log.mark(key)
             checked += 1
-            if record[1:33].hex() != sha:
+            if digest.hex() != sha:
                 findings.append(Finding("edited", key.decode(), rel, KINDS["edited"]))
-            elif not flags & _PARSED:
+            elif not state & _PARSED:
                 try:
                     data = read(path)
                 except FileNotFoundError:
@@ -379,7 +485,7 @@ def verify(
         # in progress. Read the lines written since; for what is left, wait for the write lock
         # (no write is then half-done) and read once more.
         log.follow()
-        if any(key not in records for key, _, _, _ in unlogged):
+        if any(log.get(key) is None for key, _, _, _ in unlogged):
             with contextlib.nullcontext() if lock_held else store.locked(wiki):
                 log.follow()
                 gone = {k for k, rel, _, _ in unlogged if not os.path.exists(root + rel)}
@@ -388,20 +494,20 @@ def verify(
         for key, rel, data, stat in unlogged:
             if key in gone:
                 continue
-            record = records.get(key)
-            if record is None:
+            got = log.get(key)
+            if got is None:
                 found.add(key)
             else:
-                mark(key, record)
-            if not visible(record[33:] if record is not None else _scope_of(data, rel)):
+                log.mark(key)
+            if not visible(got[2] if got is not None else _scope_of(data, rel)):
                 continue
             checked += 1
             digest = sha256(data).digest()
             if hashes is not None and stat is not None:  # its page is named by its sha256
                 hashes.record(rel, stat, digest.hex())
-            if record is None:
+            if got is None:
                 findings.append(Finding("unlogged", key.decode(), rel, KINDS["unlogged"]))
-            elif record[1:33] != digest:
+            elif got[1] != digest:
                 findings.append(Finding("edited", key.decode(), rel, KINDS["edited"]))
             elif not _parses(data, rel):
                 findings.append(Finding("unreadable", key.decode(), rel, KINDS["unreadable"]))
@@ -415,11 +521,11 @@ def verify(
                 break
             entry_id = os.path.basename(rel)[:-3]
             key = entry_id.encode()
-            record = records.get(key)
-            if record is not None:
-                if record[0] & _SEEN:
+            got = log.get(key)
+            if got is not None:
+                if got[0] & _SEEN:
                     continue
-                scope = record[33:]
+                scope = got[2]
             elif key in found:
                 continue
             elif isinstance(member_scope, bytes):
@@ -430,28 +536,24 @@ def verify(
                 continue
             checked += 1
             where = f"{name}:{rel}"
-            if record is None:
+            if got is None:
                 found.add(key)
                 findings.append(Finding("unlogged", entry_id, where, KINDS["unlogged"]))
                 continue
-            mark(key, record)
-            if record[1:33].hex() != sha:
+            log.mark(key)
+            if got[1].hex() != sha:
                 findings.append(
                     Finding("archive-mismatch", entry_id, where, KINDS["archive-mismatch"])
                 )
-    gone_ids = {
-        key.decode()
-        for key, record in records.items()
-        if not record[0] & _SEEN and visible(record[33:])
-    }
+    gone_ids = {entry_id for entry_id, scope in log.unseen() if visible(scope)}
     if gone_ids:
         if logged is not None:
             paths = {i: logged[i][1] for i in gone_ids if i in logged}
             missing = gone_ids - set(paths)
             if missing:
-                paths.update(log.path(missing))
+                paths.update(log.paths(missing))
         else:
-            paths = log.path(gone_ids)
+            paths = log.paths(gone_ids)
         for entry_id in gone_ids:
             checked += 1
             findings.append(Finding("removed", entry_id, paths.get(entry_id, ""), KINDS["removed"]))

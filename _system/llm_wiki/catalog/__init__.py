@@ -94,9 +94,9 @@ def parsed_shas(wiki: Wiki) -> dict[str, str]:
 
 
 def each_parsed_sha(wiki: Wiki) -> Iterator[tuple[str, str]]:
-    """(entry id, sha256) of each file the catalog parsed into a row, streamed, read as it stands
-    (no refresh, no lock); nothing when there is no catalog of this version. verify uses it to
-    skip parsing a file whose bytes are the very bytes the catalog already parsed."""
+    """(entry id, sha256) of each file the catalog parsed into a row, streamed in id order, read
+    as it stands (no refresh, no lock); nothing when there is no catalog of this version. verify
+    uses it to skip parsing a file whose bytes are the very bytes the catalog already parsed."""
     path = _catalog_path(wiki)
     if not path.exists():
         return
@@ -109,7 +109,7 @@ def each_parsed_sha(wiki: Wiki) -> Iterator[tuple[str, str]]:
         if not got or got[0] != CATALOG_VERSION:
             return
         db.execute("PRAGMA cache_size=-256")  # one pass over the table: no page is read twice
-        yield from db.execute("SELECT id, sha256 FROM entries")
+        yield from db.execute("SELECT id, sha256 FROM entries ORDER BY id")  # by its index
     except sqlite3.Error:
         return
     finally:
