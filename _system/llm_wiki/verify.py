@@ -453,15 +453,29 @@ def verify(
         for rel, st in store.iter_entry_stats(wiki):
             path = root + rel
             key = rel[rel.rindex("/") + 1 : -3].encode()
-            got = log.get(key)
-            if got is None:
-                try:
-                    data = read(path)
-                except FileNotFoundError:
+            probe = key + b"\x00"
+            if extra and key in extra:
+                i = -1
+            elif at < n and items[at].startswith(probe):
+                i = at
+            else:
+                i = find(key)
+            if i < 0:
+                got = log.get(key)
+                if got is None:
+                    try:
+                        data = read(path)
+                    except FileNotFoundError:
+                        continue
+                    unlogged.append((key, rel, data, st))
                     continue
-                unlogged.append((key, rel, data, st))
-                continue
-            state, digest, scope = got
+                state, digest, scope = got
+            else:
+                at = i + 1
+                item, p = items[i], len(probe) + 4
+                state = flags[i]
+                digest = item[p : p + 32]
+                scope = item[p + 32 :]
             if not sees_all and not visible(scope):
                 log.mark(key)
                 continue
@@ -469,7 +483,10 @@ def verify(
                 sha = hashes.sha_of(path, rel, st)
             except FileNotFoundError:
                 continue  # archived since the folder was listed
-            log.mark(key)
+            if i >= 0:
+                flags[i] = state | _SEEN
+            else:
+                log.mark(key)
             checked += 1
             if digest.hex() != sha:
                 findings.append(Finding("edited", key.decode(), rel, KINDS["edited"]))
