@@ -113,6 +113,22 @@ def run_module(
     )
 
 
+def git(cwd, *args: str) -> str:
+    """Run git in ``cwd``; a failure fails the test with git's own message."""
+    proc = subprocess.run(["git", *args], cwd=cwd, capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr
+    return proc.stdout
+
+
+@pytest.fixture
+def git_identity(monkeypatch):
+    """Commits need an author; no test may depend on the developer's git config."""
+    for key in ("AUTHOR", "COMMITTER"):
+        monkeypatch.setenv(f"GIT_{key}_NAME", "Wiki Tester")
+        monkeypatch.setenv(f"GIT_{key}_EMAIL", "tester@example.org")
+    monkeypatch.setenv("GIT_CONFIG_NOSYSTEM", "1")
+
+
 def write_args(summary: str = "Use Postgres for the ledger", **kw) -> list[str]:
     """Flags for a valid authored decision."""
     args = [

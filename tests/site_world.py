@@ -61,7 +61,7 @@ class Spec:
 
 
 @dataclass(frozen=True)
-class World:
+class World(walls_world.Readers):
     scopes: tuple[str, ...]
     readers: tuple[tuple[str, tuple[str, ...], tuple[str, ...]], ...]
     specs: tuple[Spec, ...]
@@ -69,21 +69,6 @@ class World:
     lint: bool
     query: bool
     archive: bool
-
-    def access_yaml(self) -> str:
-        lines = ["readers:", "  root:", "    admin: true"]
-        for name, scopes, read_only in self.readers:
-            lines += [f"  {name}:", f"    scopes: [{', '.join(scopes)}]"]
-            if read_only:
-                lines.append(f"    read_only: [{', '.join(read_only)}]")
-        return "\n".join(lines) + "\n"
-
-    def can_read(self, reader: str, scope: str) -> bool:
-        if reader == "root":
-            return True
-        return any(
-            name == reader and (scope in mine or scope in ro) for name, mine, ro in self.readers
-        )
 
 
 @st.composite

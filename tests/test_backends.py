@@ -5,52 +5,16 @@ from __future__ import annotations
 
 import json
 import stat
-import threading
 import time
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
 from conftest import run_module, subprocess_env, write_args
+from loopback import ScriptedAPI
 
 
-class MessagesAPI:
+class MessagesAPI(ScriptedAPI):
     """A loopback server speaking enough of the Messages API, answering from a script."""
-
-    def __init__(self) -> None:
-        self.script: list[tuple[int, dict[str, str], bytes, float]] = []
-        self.requests: list[dict] = []
-        api = self
-
-        class Handler(BaseHTTPRequestHandler):
-            def do_POST(self) -> None:
-                length = int(self.headers.get("content-length") or 0)
-                body = self.rfile.read(length)
-                api.requests.append(
-                    {"path": self.path, "headers": dict(self.headers), "body": json.loads(body)}
-                )
-                status, headers, payload, delay = (
-                    api.script.pop(0) if api.script else (200, {}, api.message("ok"), 0)
-                )
-                if delay:
-                    time.sleep(delay)
-                try:
-                    self.send_response(status)
-                    for key, value in {"content-type": "application/json", **headers}.items():
-                        self.send_header(key, value)
-                    self.send_header("content-length", str(len(payload)))
-                    self.end_headers()
-                    self.wfile.write(payload)
-                except (BrokenPipeError, ConnectionResetError):
-                    pass
-
-            def log_message(self, *args: object) -> None:
-                pass
-
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.thread = threading.Thread(target=self.server.serve_forever, args=(0.05,), daemon=True)
-        self.thread.start()
-        self.url = f"http://127.0.0.1:{self.server.server_port}"
 
     @staticmethod
     def message(text: str, tokens_in: int = 11, tokens_out: int = 3) -> bytes:
@@ -66,16 +30,11 @@ class MessagesAPI:
             }
         ).encode()
 
-    def reply(self, text: str, **kw) -> None:
-        self.script.append((200, {}, self.message(text, **kw), 0))
+    def ok(self, text: str, **kw) -> bytes:
+        return self.message(text, **kw)
 
-    def error(self, status: int, message: str = "boom", **headers: str) -> None:
-        body = json.dumps({"type": "error", "error": {"type": "api_error", "message": message}})
-        self.script.append((status, headers, body.encode(), 0))
-
-    def close(self) -> None:
-        self.server.shutdown()
-        self.server.server_close()
+    def error_body(self, status: int, message: str) -> dict:
+        return {"type": "error", "error": {"type": "api_error", "message": message}}
 
 
 @pytest.fixture
@@ -102,7 +61,7 @@ def test_anthropic_sends_one_messages_request_and_logs_it(wiki, api):
     assert (result.text, result.tokens_in, result.tokens_out) == ("Use Postgres.", 42, 5)
     (request,) = api.requests
     assert request["path"] == "/v1/messages"
-    assert request["headers"]["Authorization"] == "Bearer test-key"  # SDK 2.x sends a bearer
+    assert request["headers"]["authorization"] == "Bearer test-key"  # SDK 2.x sends a bearer
     assert request["body"]["model"] == "claude-haiku-5-5"
     assert request["body"]["system"] == "sys"
     assert request["body"]["messages"] == [{"role": "user", "content": "Which DB?"}]

@@ -5,56 +5,18 @@ No test touches the network."""
 from __future__ import annotations
 
 import json
-import threading
 import time
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
 from conftest import run_module, subprocess_env, write_args
+from loopback import ScriptedAPI
 
 
-class ChatAPI:
+class ChatAPI(ScriptedAPI):
     """A loopback server speaking enough of the Chat Completions API, answering from a script."""
 
-    def __init__(self) -> None:
-        self.script: list[tuple[int, dict[str, str], bytes, float]] = []
-        self.requests: list[dict] = []
-        api = self
-
-        class Handler(BaseHTTPRequestHandler):
-            def do_POST(self) -> None:
-                length = int(self.headers.get("content-length") or 0)
-                body = self.rfile.read(length)
-                api.requests.append(
-                    {
-                        "path": self.path,
-                        "headers": {k.lower(): v for k, v in self.headers.items()},
-                        "body": json.loads(body),
-                    }
-                )
-                status, headers, payload, delay = (
-                    api.script.pop(0) if api.script else (200, {}, api.completion("ok"), 0)
-                )
-                if delay:
-                    time.sleep(delay)
-                try:
-                    self.send_response(status)
-                    for key, value in {"content-type": "application/json", **headers}.items():
-                        self.send_header(key, value)
-                    self.send_header("content-length", str(len(payload)))
-                    self.end_headers()
-                    self.wfile.write(payload)
-                except (BrokenPipeError, ConnectionResetError):
-                    pass
-
-            def log_message(self, *args: object) -> None:
-                pass
-
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.thread = threading.Thread(target=self.server.serve_forever, args=(0.05,), daemon=True)
-        self.thread.start()
-        self.url = f"http://127.0.0.1:{self.server.server_port}/v1"
+    path = "/v1"
 
     @staticmethod
     def completion(
@@ -81,16 +43,11 @@ class ChatAPI:
             }
         ).encode()
 
-    def reply(self, text: str, **kw) -> None:
-        self.script.append((200, {}, self.completion(text, **kw), 0))
+    def ok(self, text: str, **kw) -> bytes:
+        return self.completion(text, **kw)
 
-    def error(self, status: int, message: str = "boom", **headers: str) -> None:
-        body = json.dumps({"error": {"message": message, "type": "server_error", "code": status}})
-        self.script.append((status, headers, body.encode(), 0))
-
-    def close(self) -> None:
-        self.server.shutdown()
-        self.server.server_close()
+    def error_body(self, status: int, message: str) -> dict:
+        return {"error": {"message": message, "type": "server_error", "code": status}}
 
 
 @pytest.fixture

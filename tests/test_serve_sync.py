@@ -4,26 +4,13 @@ written to through both and replicated by `llm-wiki sync` — both end with ever
 from __future__ import annotations
 
 import json
-import subprocess
 
 import pytest
 
-from conftest import Cli, write_args
+from conftest import Cli, git, write_args
 from serve_world import ACCESS, rpc, server_thread
 
-
-@pytest.fixture(autouse=True)
-def git_identity(monkeypatch):
-    for key in ("AUTHOR", "COMMITTER"):
-        monkeypatch.setenv(f"GIT_{key}_NAME", "Wiki Tester")
-        monkeypatch.setenv(f"GIT_{key}_EMAIL", "tester@example.org")
-    monkeypatch.setenv("GIT_CONFIG_NOSYSTEM", "1")
-
-
-def git(cwd, *args):
-    proc = subprocess.run(["git", *args], cwd=cwd, capture_output=True, text=True)
-    assert proc.returncode == 0, proc.stderr
-    return proc.stdout
+pytestmark = pytest.mark.usefixtures("git_identity")  # commits need an author (conftest)
 
 
 def site(tmp_path, bare, name):

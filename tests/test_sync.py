@@ -7,22 +7,9 @@ import subprocess
 
 import pytest
 
-from conftest import Cli, write_args
+from conftest import Cli, git, write_args
 
-
-@pytest.fixture(autouse=True)
-def git_identity(monkeypatch):
-    """Commits need an author; no test may depend on the developer's git config."""
-    for key in ("AUTHOR", "COMMITTER"):
-        monkeypatch.setenv(f"GIT_{key}_NAME", "Wiki Tester")
-        monkeypatch.setenv(f"GIT_{key}_EMAIL", "tester@example.org")
-    monkeypatch.setenv("GIT_CONFIG_NOSYSTEM", "1")
-
-
-def git(cwd, *args):
-    proc = subprocess.run(["git", *args], cwd=cwd, capture_output=True, text=True)
-    assert proc.returncode == 0, proc.stderr
-    return proc.stdout
+pytestmark = pytest.mark.usefixtures("git_identity")  # commits need an author (conftest)
 
 
 @pytest.fixture

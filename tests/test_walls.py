@@ -9,12 +9,8 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
-import tempfile
-from pathlib import Path
 
 import pytest
-from hypothesis import HealthCheck, given, settings
 
 import walls_world
 from conftest import CORPORA, write_args
@@ -24,27 +20,7 @@ EXAMPLES = int(os.environ.get("LLM_WIKI_WALLS_EXAMPLES", "200"))
 
 
 def run_property(examples: int, monkeypatch) -> walls_world.Tally:
-    monkeypatch.setenv("LLM_WIKI_NOW", "2026-05-02T10:00:00Z")
-    tally = walls_world.Tally()
-
-    @settings(
-        max_examples=examples,
-        deadline=None,
-        database=None,
-        suppress_health_check=list(HealthCheck),
-    )
-    @given(walls_world.worlds())
-    def check(world):
-        base = Path(tempfile.mkdtemp(prefix="walls-"))
-        try:
-            case = walls_world.play(world, base / "wiki")
-        finally:
-            shutil.rmtree(base, ignore_errors=True)
-        tally.add(case)
-        assert not case.leaks, "\n".join(case.leaks)
-
-    check()
-    return tally
+    return walls_world.run_property(walls_world, examples, monkeypatch, "walls-")
 
 
 @pytest.mark.slow

@@ -29,6 +29,7 @@ from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from hypothesis import strategies as st
 
@@ -82,8 +83,62 @@ class Spec:
     day: int
 
 
+class Readers:
+    """access.yaml and the oracle from a world's ``readers``: (name, scopes, read_only)."""
+
+    readers: tuple[tuple[str, tuple[str, ...], tuple[str, ...]], ...]
+
+    def access_yaml(self) -> str:
+        lines = ["readers:", "  root:", "    admin: true"]
+        for name, scopes, read_only in self.readers:
+            lines += [f"  {name}:", f"    scopes: [{', '.join(scopes)}]"]
+            if read_only:
+                lines.append(f"    read_only: [{', '.join(read_only)}]")
+        return "\n".join(lines) + "\n"
+
+    def can_read(self, reader: str, scope: str) -> bool:
+        """The oracle, straight from the world (not from the code under test)."""
+        if reader == "root":
+            return True
+        for name, scopes, read_only in self.readers:
+            if name == reader:
+                return scope in scopes or scope in read_only
+        return False
+
+
+def run_property(world_module: Any, examples: int, monkeypatch: Any, prefix: str) -> Any:
+    """Play ``examples`` random worlds of ``world_module`` (its ``worlds()``, ``play()`` and
+    ``Tally``), each in a fresh folder; fails on the first world with a leak."""
+    import shutil
+    import tempfile
+
+    from hypothesis import HealthCheck, given, settings
+
+    monkeypatch.setenv("LLM_WIKI_NOW", "2026-05-02T10:00:00Z")
+    tally = world_module.Tally()
+
+    @settings(
+        max_examples=examples,
+        deadline=None,
+        database=None,
+        suppress_health_check=list(HealthCheck),
+    )
+    @given(world_module.worlds())
+    def check(world: Any) -> None:
+        base = Path(tempfile.mkdtemp(prefix=prefix))
+        try:
+            case = world_module.play(world, base / "wiki")
+        finally:
+            shutil.rmtree(base, ignore_errors=True)
+        tally.add(case)
+        assert not case.leaks, "\n".join(case.leaks)
+
+    check()
+    return tally
+
+
 @dataclass(frozen=True)
-class World:
+class World(Readers):
     scopes: tuple[str, ...]
     readers: tuple[tuple[str, tuple[str, ...], tuple[str, ...]], ...]  # name, scopes, read_only
     specs: tuple[Spec, ...]
@@ -103,23 +158,6 @@ class World:
             f"{ACTORS[n % len(ACTORS)]}: we settled {' '.join(words)} for the ledger\n"
             for n, words in enumerate(self.source)
         )
-
-    def access_yaml(self) -> str:
-        lines = ["readers:", "  root:", "    admin: true"]
-        for name, scopes, read_only in self.readers:
-            lines += [f"  {name}:", f"    scopes: [{', '.join(scopes)}]"]
-            if read_only:
-                lines.append(f"    read_only: [{', '.join(read_only)}]")
-        return "\n".join(lines) + "\n"
-
-    def can_read(self, reader: str, scope: str) -> bool:
-        """The oracle, straight from the world (not from the code under test)."""
-        if reader == "root":
-            return True
-        for name, scopes, read_only in self.readers:
-            if name == reader:
-                return scope in scopes or scope in read_only
-        return False
 
     def can_write(self, reader: str, scope: str) -> bool:
         if reader == "root":
