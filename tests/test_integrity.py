@@ -53,13 +53,13 @@ def test_verify_does_not_call_a_write_in_progress_unlogged(cli, wiki_path, monke
     wiki = Wiki(wiki_path)
     real = store.iter_entry_files
 
-    def listing_during_a_write(w):
+    def listing_during_a_write(w, **kw):
         write_entry(
             wiki,
             draft(type="incident", domain="ops", summary="Written while verify ran"),
             viewer=Viewer.everyone(),
         )
-        yield from real(w)
+        yield from real(w, **kw)
 
     monkeypatch.setattr(store, "iter_entry_files", listing_during_a_write)
     result = verify_module.verify(wiki, Viewer.everyone())

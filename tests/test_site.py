@@ -17,6 +17,8 @@ import urllib.request
 from pathlib import Path
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from conftest import REPO, index_files, remove_derived, subprocess_env, write_args
 
@@ -279,3 +281,15 @@ def test_serve_binds_loopback_and_rebuilds_when_the_wiki_changes(example, tmp_pa
         proc.terminate()
         proc.wait(timeout=10)
     assert json.loads((out / ".site-manifest.json").read_text())["pages"]
+
+
+@given(value=st.one_of(st.text(), st.integers()))
+def test_the_list_helpers_escape_as_markupsafe_does(value):
+    """site/html.py escapes plain strings itself (no Markup per value): the same bytes."""
+    from markupsafe import Markup
+    from markupsafe import escape as markup_escape
+
+    from llm_wiki.site.html import escape
+
+    assert escape(value) == str(markup_escape(value))
+    assert escape(Markup("<b>kept</b>")) == "<b>kept</b>"

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -135,3 +136,76 @@ def test_the_streamed_log_reads_as_the_whole_file_did(tmp_path_factory, lines, s
         if p.op == "write" and p.subject
     ]
     assert list(store.iter_writes(wiki)) == writes
+
+
+_MORE_PIECES = [
+    "2026-01-01T00:00:00Z write 2026-01-01-k-abcd sha256=" + "AB" * 32 + " scope=s path=p",
+    "2026-01-01T00:00:00Z write 2026-01-01-l-abcd sha256=" + "ef" * 32 + " scope=a=b path=p",
+    '2026-01-01T00:00:00Z write 2026-01-01-"m"-abcd sha256=' + "01" * 32 + " scope=s path=p",
+    "2026-01-01T00:00:00Z write 2026-01-01-n-abcd sha256=" + "23" * 32 + " scope=s path=p=q",
+    "2026-01-01T00:00:00Z write 2026-01-01-a-abcd sha256=" + "45" * 32 + " scope=other path=p",
+    "2026-01-01T00:00:00Z write 2026-01-01-o-abcd sha256=" + "67" * 31 + " scope=s path=p",
+    "2026-13-01T00:00:00Z write 2026-01-01-p-abcd sha256=" + "89" * 32 + " scope=s path=p",
+    "2026-01-01T00:00:00Z write 2026-01-01-q-abcd sha256=" + "ab" * 32 + " scope=s path=p ",
+    "2026-01-01T00:00:00Z write 2026-01-01-r-abcd sha256=" + "cd" * 32 + " scope= path=p",
+    "2026-01-01T00:00:00Z write 2026-01-01-s\x00-abcd sha256=" + "ab" * 32 + " scope=s path=p",
+    "2026-01-01T00:00:00Z write 2026-01-01-s-abcd sha256=" + "cd" * 32 + " scope=s path=p",
+]
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    lines=st.lists(
+        st.tuples(
+            st.sampled_from(_LOG_PIECES + _MORE_PIECES),
+            st.sampled_from(["\n", "\r\n", "\r", "\n\n", ""]),
+        ),
+        max_size=12,
+    ),
+    start=st.integers(0, 400),
+    chunk=st.sampled_from([1, 7, 64, 1 << 18]),
+)
+def test_verify_reads_the_write_lines_parse_log_line_reads(tmp_path_factory, lines, start, chunk):
+    """verify's reader of log.md (one regex scan of each chunk, the other lines through
+    parse_log_line) finds each entry's last sha256 and scope as the line-by-line parse does, and
+    stops where it stops, from any starting line and at any chunk size."""
+    from llm_wiki import verify as verify_module
+    from llm_wiki.wiki import Wiki
+
+    root = tmp_path_factory.mktemp("log")
+    data = "".join(text + end for text, end in lines).encode()
+    (root / "log.md").write_bytes(data)
+    starts = [0] + [offset for offset, _ in _old_read_log(data)]
+    begin = starts[start % len(starts)]
+    old = _old_read_log(data, begin)
+    expected = {}
+    for _, p in old:
+        if p.op == "write" and p.subject:
+            expected[p.subject] = (
+                verify_module._digest(p.fields.get("sha256", "")),
+                p.fields.get("scope", "").encode(),
+            )
+    log = verify_module._Log(Wiki(root))
+    log.offset = begin
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(verify_module, "LOG_CHUNK", chunk)
+        log.follow()
+    log.seal()
+    got = {}
+    for key in expected:
+        record = log.get(key.encode())
+        assert record is not None, key
+        got[key] = record[1:]
+    assert got == expected
+    assert len(log.items) + len(log.extra) == len(expected)
+    assert log.offset == _end_of_lines(data, begin)
+
+
+def _end_of_lines(data: bytes, start: int) -> int:
+    """Where the reader stops: past every whole line (a later follow starts there)."""
+    offset = start
+    for raw in data[start:].splitlines(keepends=True):
+        if not raw.endswith(b"\n"):
+            break
+        offset += len(raw)
+    return offset

@@ -661,10 +661,21 @@ def index_build(
     help="Then serve it on 127.0.0.1 (default port 8000; 0: any free one) and rebuild it when "
     "the wiki changes, until Ctrl-C.",
 )
+@click.option(
+    "--full",
+    is_flag=True,
+    help="Start over: read every row, hash every entry file, plan every page (a rebuild "
+    "otherwise follows log.md from where the last build stopped).",
+)
 @_json_option
 @_wiki_options
 def wiki_site(
-    out: str | None, port: int | None, as_json: bool, wiki_path: str | None, reader: str | None
+    out: str | None,
+    port: int | None,
+    full: bool,
+    as_json: bool,
+    wiki_path: str | None,
+    reader: str | None,
 ) -> None:
     """Build a static site of what the reader may read: wiki, evidence and inspector pages.
 
@@ -677,9 +688,10 @@ def wiki_site(
         llm-wiki site
         llm-wiki site --out ~/wiki-site --as alice
         llm-wiki site --serve 8765
+        llm-wiki site --full
     """
     session = _session(wiki_path, reader)
-    result = session.site(out, progress=_progress(as_json))
+    result = session.site(out, full=full, progress=_progress(as_json))
     viewer = session.viewer
 
     def report(result: Any) -> None:

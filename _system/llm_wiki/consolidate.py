@@ -134,12 +134,16 @@ def fingerprint(rows: Iterable[Row]) -> str:
 
 
 def domain_states(
-    wiki: Wiki, viewer: Viewer, rows: Sequence[Row] | None = None
+    wiki: Wiki,
+    viewer: Viewer,
+    rows: Sequence[Row] | None = None,
+    skipped: dict[tuple[str, str], str] | None = None,
 ) -> list[DomainState]:
     """Every (scope, domain) the viewer may write that has evidence or a synthesis.
 
     ``rows``: the viewer's rows when the caller already holds them (the site), else read here;
-    only the active ones count.
+    only the active ones count. ``skipped``: the logged skips (:func:`logged_skips`) when the
+    caller already follows log.md.
     """
     if rows is None:
         with read_catalog(wiki) as catalog:
@@ -156,7 +160,8 @@ def domain_states(
             current.setdefault(key, []).append(row)
         elif not row.is_generated:
             evidence.setdefault(key, []).append(row)
-    skipped = _logged_skips(wiki)
+    if skipped is None:
+        skipped = logged_skips(line for _, line in store.read_log(wiki))
     failed = last_failures(wiki)
     states = []
     for key in sorted(set(evidence) | set(current)):
@@ -185,11 +190,16 @@ def domain_states(
     return states
 
 
-def _logged_skips(wiki: Wiki) -> dict[tuple[str, str], str]:
-    skips: dict[tuple[str, str], str] = {}
-    for _, line in store.read_log(wiki):
-        if line.op == SKIP_OP and line.subject:
-            skips[(line.fields.get("scope", ""), line.subject)] = line.fields.get("fingerprint", "")
+def logged_skips(
+    lines: Iterable[Any], into: dict[tuple[str, str], str] | None = None
+) -> dict[tuple[str, str], str]:
+    """(scope, domain) -> the fingerprint of its last logged skip, from log.md's ``lines``
+    (folded onto ``into``, for a caller that follows the log)."""
+    skips = into if into is not None else {}
+    for line in lines:
+        op, subject, fields = line[1], line[2], line[3]
+        if op == SKIP_OP and subject:
+            skips[(fields.get("scope", ""), subject)] = fields.get("fingerprint", "")
     return skips
 
 

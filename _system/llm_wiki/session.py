@@ -304,14 +304,21 @@ class Session:
             result = lint(self.wiki, viewer, with_llm=True, max_calls=max_calls, backend=chosen)
         return dataclasses.replace(result, backend_source=source)
 
-    def site(self, out: PathLike | None = None, *, progress: Progress | None = None) -> SiteResult:
+    def site(
+        self,
+        out: PathLike | None = None,
+        *,
+        full: bool = False,
+        progress: Progress | None = None,
+    ) -> SiteResult:
         """Build (or bring up to date) the static site of what this reader may read, in ``out``
-        (default .llm-wiki/site/, under walls .llm-wiki/site/READER/)."""
+        (default .llm-wiki/site/, under walls .llm-wiki/site/READER/); ``full``: start over
+        rather than follow log.md from the last build (every entry file hashed again)."""
         from llm_wiki.site import build_site  # deferred: jinja2 and markdown-it
 
         viewer = self.viewer
         with reporting(progress):
-            return build_site(self.wiki, viewer, out)
+            return build_site(self.wiki, viewer, out, full=full)
 
     # ------------------------------------------------------------------ compiling
 

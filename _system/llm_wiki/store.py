@@ -87,6 +87,19 @@ def iter_entry_files(wiki: Wiki, *, stat: bool = True) -> Iterator[tuple[str, in
             yield prefix + name, mtime, size
 
 
+def iter_entry_stats(wiki: Wiki) -> Iterator[tuple[str, os.stat_result]]:
+    """Every ``entries/YYYY/MM/*.md`` as (path relative to the root, its full stat), sorted."""
+    for year, year_path in _sorted_dirs(wiki.entries_dir):
+        for month, month_path in _sorted_dirs(year_path):
+            with os.scandir(month_path) as it:
+                files = sorted(
+                    (e.name, e.stat()) for e in it if e.name[-3:] == ".md" and e.name[0] != "."
+                )
+            prefix = f"entries/{year}/{month}/"
+            for name, st in files:
+                yield prefix + name, st
+
+
 def _sorted_dirs(path: Path | str) -> list[tuple[str, str]]:
     try:
         with os.scandir(path) as it:

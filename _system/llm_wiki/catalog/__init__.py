@@ -88,23 +88,31 @@ def _catalog_path(wiki: Wiki) -> Path:
 
 
 def parsed_shas(wiki: Wiki) -> dict[str, str]:
-    """Entry id -> sha256 of each file the catalog parsed into a row, read as it stands (no
-    refresh, no lock); empty when there is no catalog of this version. verify uses it to skip
-    parsing a file whose bytes are the very bytes the catalog already parsed."""
+    """Entry id -> sha256 of each file the catalog parsed into a row (see :func:`each_parsed_sha`)."""
+    return dict(each_parsed_sha(wiki))
+
+
+def each_parsed_sha(wiki: Wiki) -> Iterator[tuple[str, str]]:
+    """(entry id, sha256) of each file the catalog parsed into a row, streamed in id order, read
+    as it stands (no refresh, no lock); nothing when there is no catalog of this version. verify
+    uses it to skip parsing a file whose bytes are the very bytes the catalog already parsed."""
     path = _catalog_path(wiki)
     if not path.exists():
-        return {}
+        return
     try:
         db = sqlite3.connect(f"file:{path}?mode=ro", uri=True, timeout=5)
-        try:
-            got = db.execute("SELECT value FROM meta WHERE key='version'").fetchone()
-            if not got or got[0] != CATALOG_VERSION:
-                return {}
-            return dict(db.execute("SELECT id, sha256 FROM entries"))
-        finally:
-            db.close()
     except sqlite3.Error:
-        return {}
+        return
+    try:
+        got = db.execute("SELECT value FROM meta WHERE key='version'").fetchone()
+        if not got or got[0] != CATALOG_VERSION:
+            return
+        db.execute("PRAGMA cache_size=-256")  # one pass over the table: no page is read twice
+        yield from db.execute("SELECT id, sha256 FROM entries ORDER BY id")  # by its index
+    except sqlite3.Error:
+        return
+    finally:
+        db.close()
 
 
 def open_catalog(wiki: Wiki, *, lock_held: bool = True) -> Catalog:

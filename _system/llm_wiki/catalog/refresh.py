@@ -574,6 +574,9 @@ def scan(catalog: Catalog, report: progress.Progress | None = None) -> ScanResul
         catalog.db.executemany(
             "INSERT OR REPLACE INTO dirstat(month, sig) VALUES(?, ?)", signatures.items()
         )
+        # A scan may change any row without a line in log.md: readers that follow the log on
+        # their own (the site's build state) see a new generation and start over.
+        catalog.set_meta("generation", os.urandom(8).hex())
         _consume_log(catalog)
     if report is not None:
         report.task("index: writing INDEX.md and index/")

@@ -14,13 +14,13 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import gc
 import hashlib
 import json
 import os
 from collections import Counter
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -29,13 +29,17 @@ import jinja2
 import llm_wiki.progress as progress
 import llm_wiki.site.html as html  # the submodules, not the package (which imports this one)
 import llm_wiki.site.pictures as pictures
+import llm_wiki.site.state as state
+import llm_wiki.store as store
 from llm_wiki.access import Viewer, walls_on
-from llm_wiki.catalog import Row
+from llm_wiki.catalog import Row, read_catalog
 from llm_wiki.entries import NAME_RE, sha256_hex, slugify
-from llm_wiki.errors import InvalidInput
+from llm_wiki.errors import InvalidInput, WikiError
 from llm_wiki.site.obsidian import write_graph_notes
-from llm_wiki.site.text import render_body, words
-from llm_wiki.site.view import View, load_view, raw_sources
+from llm_wiki.site.text import CITE_RE, render_body, words
+from llm_wiki.site.view import Line, View, digest, raw_sources
+from llm_wiki.verify import HashCache, logged_entries
+from llm_wiki.verify import verify as verify_wiki
 from llm_wiki.version import __version__
 from llm_wiki.wiki import TEMPLATES, Wiki
 
@@ -75,8 +79,8 @@ class SiteResult:
 class _Page:
     path: str  # relative to the output folder, posix
     template: str  # a template under templates/site/, or "" for a file made by ``make``
-    context: Callable[[], dict[str, Any]]
     make: Callable[[dict[str, Any]], bytes] | None = None
+    keys: tuple[str, ...] = ()  # what it lists the members of (see site/state.py)
 
     @property
     def root(self) -> str:
@@ -89,14 +93,128 @@ def default_out(wiki: Wiki, viewer: Viewer) -> Path:
     return base / viewer.name if walls_on(wiki) and viewer.name else base
 
 
-def build_site(wiki: Wiki, viewer: Viewer, out: str | os.PathLike[str] | None = None) -> SiteResult:
-    """Build (or bring up to date) the static site of what ``viewer`` may read, in ``out``."""
+# Pages rendered before the cyclic garbage collector is let run again (see _GcPause).
+GC_PAUSE_PAGES = 256
+
+
+class _GcPause:
+    """The cyclic garbage collector held off while a build loads and plans.
+
+    Reading the state, the rows and the hash cache creates some hundred thousand tuples that live
+    until the build ends; each pass of the collector walks them again (about a tenth of a
+    rebuild's CPU at 10k entries). Rendering does make cycles (jinja2's contexts, markdown-it's
+    token trees), so the collector runs again once GC_PAUSE_PAGES pages have been rendered: a
+    rebuild renders a few, a full build all of them in the memory it had."""
+
+    def __init__(self) -> None:
+        self.was = gc.isenabled()
+        self.rendered = 0
+
+    def __enter__(self) -> _GcPause:
+        gc.disable()
+        return self
+
+    def page(self) -> None:
+        self.rendered += 1
+        if self.rendered == GC_PAUSE_PAGES and self.was:
+            gc.enable()
+
+    def __exit__(self, *exc: object) -> None:
+        if self.was:
+            gc.enable()
+
+
+def build_site(
+    wiki: Wiki,
+    viewer: Viewer,
+    out: str | os.PathLike[str] | None = None,
+    *,
+    full: bool = False,
+) -> SiteResult:
+    """Build (or bring up to date) the static site of what ``viewer`` may read, in ``out``.
+
+    It follows log.md from where the last build in ``out`` stopped (see site/state.py) when it
+    can; ``full``: start over (every row read, every entry file hashed, every page planned)."""
+    with _GcPause() as pause:
+        return _build_site(wiki, viewer, out, full, pause)
+
+
+def _build_site(
+    wiki: Wiki,
+    viewer: Viewer,
+    out: str | os.PathLike[str] | None,
+    full: bool,
+    pause: _GcPause,
+) -> SiteResult:
     target = Path(out).expanduser().resolve() if out is not None else default_out(wiki, viewer)
     _check_out(wiki, target)
-    view = load_view(wiki, viewer)
-    builder = _Builder(view, target)
+    code = _code_fingerprint()
+    reader = viewer.name if viewer.walls else ""
+    try:
+        manifest_bytes = (target / MANIFEST).read_bytes()
+    except OSError:
+        manifest_bytes = b""
+    prev = None
+    saved = state.state_path(wiki, target)
+    if not full and manifest_bytes:
+        prev = state.load(saved, code, reader, hashlib.sha256(manifest_bytes).hexdigest())
+    inputs = _Inputs.read(wiki, prev)
+    with read_catalog(wiki) as catalog:  # after log.md: the catalog holds at least its lines
+        generation = catalog.meta("generation")
+        if prev is not None and not inputs.followable(prev, generation):
+            prev = None
+        if prev is None:
+            rows = catalog.rows(viewer)
+            change = None
+        else:
+            hashes = HashCache(prev["files"], prev["archives"])
+            result = verify_wiki(
+                wiki, viewer, logged=inputs.logged, logged_to=inputs.offset, hashes=hashes
+            )
+            rows, change = _follow(catalog, viewer, prev, inputs, hashes)
+    view = View(wiki, viewer, rows, lines=inputs.lines)
+    if prev is None:
+        hashes = HashCache()
+        result = verify_wiki(
+            wiki, viewer, logged=inputs.logged, logged_to=inputs.offset, hashes=hashes
+        )
+    view.__dict__["verify"] = result
+    builder = _Builder(view, target, code, manifest_bytes, prev, change, inputs, hashes)
+    builder.pause = pause
     written, removed, pages = builder.run()
-    notes = write_graph_notes(view)
+    if change is None:
+        notes = write_graph_notes(view)
+    elif change.rows:
+        notes = write_graph_notes(view, only=change.rows)
+    else:
+        notes = prev["notes"] if prev else 0
+
+    def saved_state(now_ns: int) -> dict[str, Any]:
+        hashes.finish(now_ns)
+        return {
+            "code": code,
+            "reader": reader,
+            "manifest": builder.manifest_sha,
+            "generation": generation,
+            "hard": inputs.hard,
+            "soft": inputs.soft,
+            "raw": inputs.raw,
+            "log_offset": inputs.offset,
+            "log_tail": state.log_tail(wiki, inputs.offset),
+            "lines": inputs.lines,
+            "logged": inputs.logged,
+            "skips": inputs.skips,
+            "rows": [state.row_tuple(r) for r in rows] if change is None else change.tuples,
+            "keys": builder.keys,
+            "deps": builder.deps,
+            "states": builder.states,
+            "notes": notes,
+            "files": hashes.files,
+            "archives": hashes.archives,
+        }
+
+    with contextlib.suppress(OSError):  # no state kept: the next build is a full one
+        state.save(saved, saved_state)
     return SiteResult(
         out=str(target),
         reader=viewer.name,
@@ -106,6 +224,174 @@ def build_site(wiki: Wiki, viewer: Viewer, out: str | os.PathLike[str] | None = 
         entries=len(view.rows),
         graph_notes=notes,
     )
+
+
+@dataclass
+class _Inputs:
+    """log.md as far as this build reads it, and the stamps of the other inputs."""
+
+    lines: list[Line]
+    new: list[Any] | None  # the parsed lines since the last build, if it is followed
+    offset: int
+    logged: dict[str, list[str]]
+    skips: dict[tuple[str, str], str]
+    hard: list[Any]
+    soft: list[Any]
+    raw: dict[str, int]
+
+    @classmethod
+    def read(cls, wiki: Wiki, prev: dict[str, Any] | None) -> _Inputs:
+        from llm_wiki.consolidate import logged_skips  # deferred: the nightly job's module
+
+        start = 0
+        if prev is not None:
+            start = prev["log_offset"]
+            try:
+                size = wiki.log_path.stat().st_size
+            except OSError:
+                size = 0
+            if size < start or state.log_tail(wiki, start) != prev["log_tail"]:
+                prev, start = None, 0
+        new, offset = [], start
+        for end, line in store.read_log(wiki, start):
+            new.append(line)
+            offset = end
+        digested = [digest(line) for line in new]
+        if prev is None:
+            logged = logged_entries(new)
+            skips = logged_skips(new)
+            lines, followed = digested, None
+        else:
+            logged = logged_entries(new, prev["logged"])
+            skips = logged_skips(new, prev["skips"])
+            lines, followed = prev["lines"] + digested, new
+        return cls(
+            lines=lines,
+            new=followed,
+            offset=offset,
+            logged=logged,
+            skips=skips,
+            hard=state.hard_stamps(wiki),
+            soft=state.soft_stamps(wiki),
+            raw=state.raw_listing(wiki),
+        )
+
+    def followable(self, prev: dict[str, Any], generation: str) -> bool:
+        """Whether this build can start from ``prev`` rather than from scratch."""
+        if self.new is None or prev["generation"] != generation:
+            return False
+        if prev["hard"] != self.hard:
+            return False
+        return all(line[1] in state.FOLLOWED_OPS for line in self.new)
+
+
+@dataclass
+class _Change:
+    """What changed since the last build: rows (ids whose row or file changed), the ids whose
+    pages show them (``touched``), the keys of the pages to plan again, the domains whose
+    consolidation state to recompute (None: all)."""
+
+    rows: set[str]
+    touched: set[str]
+    keys: set[str]
+    domains: set[str] | None
+    tuples: list[tuple[Any, ...]]
+
+
+_SUPERSEDES = state._FIELDS.index("supersedes")
+_SOURCES = state._FIELDS.index("sources")
+_SUPERSEDED_BY = state._FIELDS.index("superseded_by")
+_DATE = state._FIELDS.index("date")
+
+
+def _follow(
+    catalog: Any, viewer: Viewer, prev: dict[str, Any], inputs: _Inputs, hashes: HashCache
+) -> tuple[list[Row], _Change]:
+    """The rows now, from the last build's and the catalog's rows of what the new log lines
+    and the changed entry files name."""
+    old = {t[0]: t for t in prev["rows"]}
+    named = {line[2] for line in inputs.new or () if line[1] == "write" and line[2]}
+    named |= {os.path.basename(rel)[:-3] for rel in hashes.changed}
+    named |= {os.path.basename(rel)[:-3] for rel in set(hashes.old_files) - set(hashes.files)}
+
+    def get(entry_id: str) -> tuple[Any, ...] | None:
+        row = catalog.get(entry_id, viewer)
+        return state.row_tuple(row) if row is not None else None
+
+    now = {i: get(i) for i in sorted(named)}
+    linked = set()
+    for i in named:
+        for t in (old.get(i), now[i]):
+            if t is not None:
+                linked.update(t[_SUPERSEDES])
+    for i in sorted(linked - set(now)):
+        now[i] = get(i)
+    changed = named | {i for i, t in now.items() if t != old.get(i)}
+    merged = dict(old)
+    for i in sorted(changed):
+        if now[i] is None:
+            merged.pop(i, None)
+        else:
+            merged[i] = now[i]
+    tuples = list(merged.values())
+    if changed:
+        tuples.sort(key=lambda t: t[0], reverse=True)  # the catalog's order: date DESC,
+        tuples.sort(key=lambda t: bool(t[_SUPERSEDED_BY]))  # superseded last, id DESC
+        tuples.sort(key=lambda t: t[_DATE], reverse=True)
+    else:
+        tuples = prev["rows"]
+    rows = [state.tuple_row(t) for t in tuples]
+    touched = set(changed)
+    keys: set[str] = set()
+    domains: set[str] | None = set()
+    for i in changed:
+        for t in (old.get(i), now.get(i)):
+            if t is None:
+                continue
+            row = state.tuple_row(t)
+            touched.update(row.supersedes, row.sources, row.superseded_by, row.resolves)
+            keys.update(_member_keys(row))
+            domains.add(row.domain)  # type: ignore[union-attr]
+    if changed:
+        for r in rows:
+            if (
+                (r.supersedes and not changed.isdisjoint(r.supersedes))
+                or (r.sources and not changed.isdisjoint(r.sources))
+                or (r.resolves and not changed.isdisjoint(r.resolves))
+            ):
+                touched.add(r.id)
+    for i in touched:
+        for t in (old.get(i), merged.get(i)):
+            if t is not None:
+                keys.add(f"m:{t[_DATE][:7]}")
+    keys.update(f"e:{i}" for i in touched)
+    for line in inputs.new or ():
+        keys.add(f"l:{line[0][:7]}")
+        if line[1] == "consolidate-skip" and line[2]:
+            domains.add(line[2])  # type: ignore[union-attr]
+    raw_old = prev["raw"]
+    keys.update(f"r:{n}" for n in set(raw_old) ^ set(inputs.raw))
+    keys.update(f"r:{n}" for n in set(raw_old) & set(inputs.raw) if raw_old[n] != inputs.raw[n])
+    if prev["soft"] != inputs.soft:
+        domains = None  # the failure records count in every domain's state
+        keys.add("*")
+    if keys or inputs.new:
+        keys.add("*")
+    return rows, _Change(changed, touched, keys, domains, tuples)
+
+
+def _member_keys(row: Row) -> Iterator[str]:
+    """The keys of the pages that list ``row`` among their members."""
+    yield f"d:{row.domain}"
+    yield f"m:{row.date[:7]}"
+    for t in row.tags:
+        yield f"t:{t}"
+    for a in row.actors:
+        yield f"a:{a}"
+    for name, _, _ in raw_sources(row.sources):
+        yield f"r:{name}"
+    if any(s.startswith("adr:") for s in row.sources):
+        yield "f:*"
 
 
 def _check_out(wiki: Wiki, out: Path) -> None:
@@ -134,22 +420,85 @@ def _code_fingerprint() -> str:
 
 
 class _Builder:
-    def __init__(self, view: View, out: Path) -> None:
+    def __init__(
+        self,
+        view: View,
+        out: Path,
+        code: str,
+        manifest_bytes: bytes,
+        prev: dict[str, Any] | None,
+        change: _Change | None,
+        inputs: _Inputs,
+        hashes: HashCache,
+    ) -> None:
         self.view = view
+        self.hashes = hashes.files
         self.out = out
         self.viewer = view.viewer
-        self.code = _code_fingerprint()
+        self.code = code
         self.common = {
             "title": view.wiki.root.name,
             "reader": view.viewer.name if view.viewer.walls else "",
         }
+        self.manifest_bytes = manifest_bytes
+        self.manifest_sha = ""
+        self.prev = prev
+        self.change = change  # None: a full build
+        self.inputs = inputs
+        self.deps: dict[str, tuple[int, ...]] = {}  # page -> the keys it was made from
+        self.keys: list[str] = []  # what those numbers stand for
+        self._deps: set[str] = set()  # of the page being planned
+        self.pause = _GcPause()  # build_site hands its own
         self._terms: dict[str, list[str]] = {}  # id -> body words, filled as pages render
+        self._old_terms: dict[str, dict[str, str]] = {}  # month -> id -> "b" of its old shard
         self._refs: dict[str, dict[str, Any]] = {}
         self._decisions: dict[str, dict[str, Any]] = {}
+        self._body: tuple[str, str] = ("", "")
+        self.states = self.domain_states()
+
+    def domain_states(self) -> list[list[Any]]:
+        """[scope, domain, the inspector's line] of each consolidation state; after a write,
+        only the written domains' are computed again."""
+        from llm_wiki.consolidate import domain_states  # deferred: the nightly job's module
+
+        view, change = self.view, self.change
+        domains = change.domains if change is not None else None
+        if domains is not None and not domains:
+            return self.prev["states"]  # type: ignore[index]
+        rows = view.rows if domains is None else [r for r in view.rows if r.domain in domains]
+        try:
+            got = domain_states(view.wiki, view.viewer, rows, self.inputs.skips)
+        except WikiError:
+            got = []
+        fresh = [
+            [
+                s.scope,
+                s.domain,
+                {
+                    "scope": s.scope,
+                    "domain": s.domain,
+                    "entries": len(s.evidence),
+                    "synthesis": s.current[0].id if s.current else None,
+                    "why": s.out_of_date(llm=False) or "",
+                },
+            ]
+            for s in got
+        ]
+        if domains is None:
+            return fresh
+        kept = [s for s in self.prev["states"] if s[1] not in domains]  # type: ignore[index]
+        return sorted(kept + fresh, key=lambda s: (s[0], s[1]))
 
     # -- helpers shared by the page contexts
+    def file_sha(self, row: Row) -> str:
+        """The sha256 of the bytes a page shows of ``row`` (its file as hashed by this build's
+        verify: an edit behind the tool's back changes it; the catalog keeps the logged one)."""
+        got = self.hashes.get(row.path) if not row.archive else None
+        return got[4] if got is not None else row.sha256
+
     def ref(self, row: Row) -> dict[str, Any]:
         """How a page names another entry (one shared dict per entry: never mutated)."""
+        self._deps.add("e:" + row.id)
         got = self._refs.get(row.id)
         if got is None:
             got = self._refs[row.id] = {
@@ -168,35 +517,70 @@ class _Builder:
         return [self.ref(r) for r in sorted(rows, key=lambda r: (r.date, r.id))]
 
     # -- the plan
-    def plan(self) -> Iterator[_Page]:
+    def plan(self) -> Iterator[tuple[Any, ...]]:
+        """Every page as (path, template, context function, its arguments, maker, keys): plain
+        tuples, so that a rebuild passes over the 10,000 pages nothing touched cheaply."""
         view = self.view
-        yield _Page("index.html", "home.html", self.home)
-        yield _Page("search.html", "search.html", self.search_page)
-        yield _Page("domains/index.html", "domains.html", self.domain_list)
+        every = ("*",)
+        yield "index.html", "home.html", self.home, (), None, every
+        yield "search.html", "search.html", self.search_page, (), None, every
+        yield "domains/index.html", "domains.html", self.domain_list, (), None, every
         for domain in sorted({r.domain for r in view.rows}):
-            yield _Page(f"domains/{domain}.html", "domain.html", partial(self.domain, domain))
+            yield (
+                f"domains/{domain}.html",
+                "domain.html",
+                self.domain,
+                (domain,),
+                None,
+                (f"d:{domain}",),
+            )
         tags, actors = self.subjects()
-        yield _Page("tags/index.html", "subjects.html", partial(self.subject_list, "tag", tags))
+        yield "tags/index.html", "subjects.html", self.subject_list, ("tag", tags), None, every
         for name in sorted(tags):
-            yield _Page(f"tags/{slug(name)}.html", "tag.html", partial(self.tag, name, tags))
-        yield _Page(
-            "actors/index.html", "subjects.html", partial(self.subject_list, "actor", actors)
+            yield (
+                f"tags/{slug(name)}.html",
+                "tag.html",
+                self.tag,
+                (name, tags),
+                None,
+                (f"t:{name}",),
+            )
+        yield (
+            "actors/index.html",
+            "subjects.html",
+            self.subject_list,
+            ("actor", actors),
+            None,
+            every,
         )
         for name in sorted(actors):
-            yield _Page(
-                f"actors/{slug(name)}.html", "actor.html", partial(self.actor, name, actors)
+            yield (
+                f"actors/{slug(name)}.html",
+                "actor.html",
+                self.actor,
+                (name, actors),
+                None,
+                (f"a:{name}",),
             )
-        for row in sorted(view.rows, key=lambda r: r.id):
-            yield _Page(f"entries/{row.id}.html", "entry.html", partial(self.entry, row))
+        by_id, entry = view.by_id, self.entry
+        for entry_id in sorted(by_id):
+            yield f"entries/{entry_id}.html", "entry.html", entry, (by_id[entry_id],), None, ()
         for name in sorted(self.raw_cited()):
-            yield _Page(f"raw/{name[4:]}.html", "raw.html", partial(self.raw, name))
-        yield _Page("inspector/index.html", "inspector.html", self.inspector)
+            yield f"raw/{name[4:]}.html", "raw.html", self.raw, (name,), None, (f"r:{name}",)
+        yield "inspector/index.html", "inspector.html", self.inspector, (), None, every
         for month in sorted({item.month for item in view.log}):
-            yield _Page(f"inspector/log-{month}.html", "log.html", partial(self.log, month))
+            yield (
+                f"inspector/log-{month}.html",
+                "log.html",
+                self.log,
+                (month,),
+                None,
+                (f"l:{month}",),
+            )
         for month in self.shard_months():
-            yield _Page(f"search/{month}.js", "", partial(self.shard, month), self.make_shard)
+            yield f"search/{month}.js", "", self.shard, (month,), self.make_shard, (f"m:{month}",)
         for name in ASSETS:
-            yield _Page(f"assets/{name}", "", partial(dict, asset=name), self.make_asset)
+            yield f"assets/{name}", "", _asset, (name,), self.make_asset, ()
 
     # -- running it
     def run(self) -> tuple[list[str], list[str], int]:
@@ -210,18 +594,45 @@ class _Builder:
         self.out.mkdir(parents=True, exist_ok=True)
         if not manifest:  # claim the folder first: a build that dies half-way can be re-run
             self._write_manifest({})
+        change = self.change
+        prev_deps: dict[str, tuple[int, ...]] = {}
+        if change is not None and self.prev is not None:
+            prev_deps = self.prev["deps"]
+            self.keys = list(self.prev["keys"])
+        index = self._index = {k: i for i, k in enumerate(self.keys)}
+        dirty = {index[k] for k in change.keys if k in index} if change is not None else set()
+        following = change is not None
         shown = progress.current()
         shown.task("site")
-        for page in self.plan():
+        skipped = 0  # pages left alone, counted as done in batches
+        for path, template, function, args, make, keys in self.plan():
+            if following and path in prev_deps and path in old:
+                before = prev_deps[path]
+                if dirty.isdisjoint(before):  # nothing it is made from changed
+                    pages[path] = old[path]
+                    self.deps[path] = before
+                    skipped += 1
+                    continue
+            if skipped:
+                shown.done(skipped)
+                skipped = 0
             shown.done()
-            context = page.context()
+            page = _Page(path, template, make, keys)
+            self._deps = set(keys)
+            context = function(*args)
             fp = _fingerprint(self.code, page.template, self.common, context)
             pages[page.path] = fp
             if old.get(page.path) == fp and os.path.isfile(os.path.join(self.out, page.path)):
+                # not rendered: what rendering it would look up was named by its context
+                self.deps[page.path] = self._intern(self._deps)
                 continue
+            self.pause.page()
             data = page.make(context) if page.make else self.render(page, context)
+            self.deps[page.path] = self._intern(self._deps)
             if _write_if_changed(self.out / page.path, data):
                 written.append(page.path)
+        if skipped:
+            shown.done(skipped)
         removed = []
         for rel in sorted(set(known) - set(pages)):
             with contextlib.suppress(FileNotFoundError):
@@ -232,26 +643,44 @@ class _Builder:
         self._write_manifest(pages)
         return written, removed, len(pages)
 
+    def _intern(self, keys: set[str]) -> tuple[int, ...]:
+        """A page's keys as indexes into ``self.keys`` (the state stays small and a page's
+        check is one set operation)."""
+        index, table = self._index, self.keys
+        out = []
+        for key in keys:
+            i = index.get(key)
+            if i is None:
+                i = index[key] = len(table)
+                table.append(key)
+            out.append(i)
+        return tuple(sorted(out))
+
     def _write_manifest(self, pages: dict[str, str]) -> None:
-        manifest = {
-            "generator": f"llm-wiki {__version__}",
+        manifest = {  # keys in order, pages in the plan's (fixed) order: nothing to sort
             "code": self.code,
+            "generator": f"llm-wiki {__version__}",
+            "pages": pages,
             "reader": self.common["reader"],
-            "pages": dict(sorted(pages.items())),
         }
-        data = json.dumps(manifest, indent=1, sort_keys=True) + "\n"
-        _write_if_changed(self.out / MANIFEST, data.encode())
+        # one line: json's C encoder (indent= takes the pure-Python one, 5x slower at 10k pages)
+        data = (json.dumps(manifest, separators=(",", ":")) + "\n").encode()
+        self.manifest_sha = hashlib.sha256(data).hexdigest()  # OpenSSL: ~1 MB at 10k
+        if data != self.manifest_bytes:
+            _write_if_changed(self.out / MANIFEST, data)
 
     def _read_manifest(self) -> dict[str, Any]:
         try:
-            data = json.loads((self.out / MANIFEST).read_text(encoding="utf-8"))
-        except (OSError, ValueError):
+            data = json.loads(self.manifest_bytes.decode("utf-8"))
+        except ValueError:
             return {}
         return data if isinstance(data, dict) else {}
 
     @property
     def env(self) -> Any:
-        return _environment()
+        env = _environment()
+        env.bytecode_cache.use(self.view.wiki.state_dir / state.FOLDER / "templates")
+        return env
 
     def render(self, page: _Page, context: dict[str, Any]) -> bytes:
         extra = self.finish(page, context)
@@ -303,10 +732,32 @@ class _Builder:
         return {}
 
     def body_of(self, ref: list[Any], entry_id: str) -> str:
-        row = self.view.by_id[entry_id]
-        body = self.view.body(row)
+        if self._body[0] == entry_id:
+            body = self._body[1]
+        else:
+            body = self.view.body(self.view.by_id[entry_id])
         self._terms.setdefault(entry_id, words(body)[:BODY_TERMS])
         return body
+
+    def links(self, row: Row) -> dict[str, Any]:
+        """What rendering ``row``'s body will look up, for its page's context: each ``[id]`` it
+        cites (linked only if visible) and, when it holds a link, the ADR file map (a relative
+        link goes to the entry imported from that file). The body is kept for the render."""
+        body = self.view.body(row)
+        self._body = (row.id, body)
+        cited = sorted(set(CITE_RE.findall(body)))
+        by_id = self.view.by_id
+        for entry_id in cited:
+            self._deps.add("e:" + entry_id)
+        files = ""
+        if "](" in body or "]:" in body:
+            self._deps.add("f:*")
+            files = self.adr_digest
+        return {"cites": [[i, i in by_id] for i in cited], "files": files}
+
+    @functools.cached_property
+    def adr_digest(self) -> str:
+        return sha256_hex(repr(sorted(self.adr_files.items())).encode())
 
     def markdown(self, body: str, root: str) -> Any:
         by_id = self.view.by_id
@@ -367,6 +818,43 @@ class _Builder:
             counts.setdefault(r.type, Counter())[r.date[:7]] += 1
         return {t: dict(sorted(c.items())) for t, c in sorted(counts.items())}
 
+    @functools.cached_property
+    def _totals(self) -> dict[str, Any]:
+        """What the home page and the domain list count over every visible row, in one pass
+        (a rebuild after any write plans both again)."""
+        superseded = self.view.superseded_by
+        by_type: Counter[str] = Counter()
+        by_status: Counter[str] = Counter()
+        months: dict[str, Counter[str]] = {}
+        domains: dict[str, dict[str, Any]] = {}
+        proposed = []
+        for r in self.view.rows:
+            status = "superseded" if superseded.get(r.id) else r.status
+            by_type[r.type] += 1
+            by_status[status] += 1
+            counts = months.get(r.type)
+            if counts is None:
+                counts = months[r.type] = Counter()
+            counts[r.date[:7]] += 1
+            d = domains.get(r.domain)
+            if d is None:
+                d = domains[r.domain] = {"name": r.domain, "entries": 0, "current": 0, "latest": ""}
+            d["entries"] += 1
+            if r.type == "decision":
+                if status == "active":
+                    d["current"] += 1
+                elif status == "proposed":
+                    proposed.append(r)
+            if r.date > d["latest"]:
+                d["latest"] = r.date
+        return {
+            "by_type": dict(sorted(by_type.items())),
+            "by_status": dict(sorted(by_status.items())),
+            "months": {t: dict(sorted(c.items())) for t, c in sorted(months.items())},
+            "domains": [domains[k] for k in sorted(domains)],
+            "proposed": proposed,
+        }
+
     def home(self) -> dict[str, Any]:
         view = self.view
         rows = view.rows
@@ -376,38 +864,30 @@ class _Builder:
                 changes.append({"new": self.ref(row), "old": self.refs(view.supersedes[row.id])})
                 if len(changes) == CHANGES:
                     break
-        by_status = Counter(view.status(r) for r in rows)
+        totals = self._totals
+        incidents = view.open_incidents
         return {
             "total": len(rows),
-            "by_type": dict(sorted(Counter(r.type for r in rows).items())),
-            "by_status": dict(sorted(by_status.items())),
+            "by_type": totals["by_type"],
+            "by_status": totals["by_status"],
             "latest": [self.ref(r) for r in rows[:LATEST]],
             "changes": changes,
-            "open_incidents": [self.ref(r) for r in rows if r.id in view.open_incidents],
-            "proposed": [
-                self.ref(r) for r in rows if r.type == "decision" and view.status(r) == "proposed"
-            ],
+            "open_incidents": [self.ref(r) for r in rows if r.id in incidents],
+            "proposed": [self.ref(r) for r in totals["proposed"]],
             "domains": self.domain_rows(),
-            "months": self.months(rows),
+            "months": totals["months"],
         }
 
     def domain_rows(self) -> list[dict[str, Any]]:
-        out: dict[str, dict[str, Any]] = {}
-        for r in self.view.rows:
-            d = out.setdefault(
-                r.domain, {"name": r.domain, "entries": 0, "current": 0, "latest": ""}
-            )
-            d["entries"] += 1
-            if r.type == "decision" and self.view.status(r) == "active":
-                d["current"] += 1
-            d["latest"] = max(d["latest"], r.date)
-        return [out[k] for k in sorted(out)]
+        return self._totals["domains"]
 
     def domain_list(self) -> dict[str, Any]:
         return {"domains": self.domain_rows()}
 
     def decision(self, row: Row) -> dict[str, Any]:
         """A decision with its reasons and what it replaced (shared like :meth:`ref`)."""
+        self._deps.add("e:" + row.id)
+        self._deps.update("e:" + i for i in self.view.supersedes.get(row.id, ()))
         got = self._decisions.get(row.id)
         if got is None:
             got = self._decisions[row.id] = {
@@ -432,8 +912,9 @@ class _Builder:
             s = syntheses[0]
             synthesis = {
                 **self.ref(s),
-                "body_ref": [s.path, s.archive, s.archive_at, s.sha256],
+                "body_ref": [s.path, s.archive, s.archive_at, self.file_sha(s)],
                 "cites": self.refs(view.cites.get(s.id, ())),
+                "links": self.links(s),
             }
         incidents = [r for r in rows if r.type == "incident"]
         timeline = [
@@ -517,6 +998,9 @@ class _Builder:
     def entry(self, row: Row) -> dict[str, Any]:
         view = self.view
         sources: list[dict[str, Any]] = []
+        deps = self._deps
+        deps.update("e:" + s for s in row.supersedes)  # shown only while visible
+        deps.update("e:" + s for s in row.sources)
         for s in row.sources:
             if s in view.by_id:
                 sources.append({"kind": "entry", "source": s, "ref": self.ref(view.by_id[s])})
@@ -524,6 +1008,7 @@ class _Builder:
             raw = next(raw_sources([s]), None)
             if raw is not None:
                 name, first, last = raw
+                deps.add("r:" + name)  # its excerpt
                 sources.append(
                     {"kind": "raw", "source": s, "name": name, "first": first, "last": last}
                 )
@@ -547,13 +1032,14 @@ class _Builder:
                 "sha256": row.sha256,
                 "verify": view.tamper.get(row.id, ""),
             },
-            "body_ref": [row.path, row.archive, row.archive_at, row.sha256],
+            "body_ref": [row.path, row.archive, row.archive_at, self.file_sha(row)],
             "alternatives": [[a.id, a.rejected_because] for a in row.alternatives],
             "replaced": self.refs(view.supersedes.get(row.id, ())),
             "replaced_by": self.refs(view.superseded_by.get(row.id, ())),
             "lineage": self.lineage(row),
             "sources": sources,
             "cited_by": self.refs(view.cited_by.get(row.id, ())),
+            "links": self.links(row),
         }
 
     def raw_cited(self) -> dict[str, list[tuple[int | None, int | None, str]]]:
@@ -621,16 +1107,7 @@ class _Builder:
                 {"time": f.time, "scope": f.scope, "domain": f.domain, "reasons": list(f.reasons)}
                 for f in view.failures
             ][-30:],
-            "states": [
-                {
-                    "scope": s.scope,
-                    "domain": s.domain,
-                    "entries": len(s.evidence),
-                    "synthesis": s.current[0].id if s.current else None,
-                    "why": s.out_of_date(llm=False) or "",
-                }
-                for s in view.domain_states
-            ],
+            "states": [s[2] for s in self.states],
             "archives": [
                 {
                     "name": name,
@@ -646,6 +1123,9 @@ class _Builder:
         }
 
     def log_dict(self, item: Any) -> dict[str, Any]:
+        if item.subject:
+            self._deps.add("e:" + item.subject)
+            self._deps.add("r:" + item.subject)
         href = ""
         if item.subject in self.view.by_id:
             href = f"entries/{item.subject}.html"
@@ -691,7 +1171,7 @@ class _Builder:
                     list(r.aliases),
                     list(r.questions),
                     list(r.tags),
-                    r.sha256,
+                    self.file_sha(r),
                 ]
                 for r in rows
             ]
@@ -702,10 +1182,14 @@ class _Builder:
         for entry_id, type_, date, domain, status, summary, aliases, questions, tags, _ in ctx[
             "docs"
         ]:
-            if entry_id not in self._terms:
-                self._terms[entry_id] = words(self.view.body(self.view.by_id[entry_id]))[
-                    :BODY_TERMS
-                ]
+            if entry_id in self._terms:
+                terms = " ".join(self._terms[entry_id])
+            else:
+                kept = self.old_terms(date[:7]).get(entry_id)
+                if kept is None:
+                    found = words(self.view.body(self.view.by_id[entry_id]))[:BODY_TERMS]
+                    kept = " ".join(found)
+                terms = kept
             docs.append(
                 {
                     "id": entry_id,
@@ -717,7 +1201,7 @@ class _Builder:
                     "a": " ; ".join(aliases),
                     "q": " ; ".join(questions),
                     "g": " ".join(tags),
-                    "b": " ".join(self._terms[entry_id]),
+                    "b": terms,
                 }
             )
         data = json.dumps(docs, ensure_ascii=False, sort_keys=True, separators=(",", ":"))
@@ -728,6 +1212,25 @@ class _Builder:
             f"{data});\n"
         ).encode()
 
+    def old_terms(self, month: str) -> dict[str, str]:
+        """Entry id -> its body words as the shard of ``month`` written by the last build holds
+        them, for entries whose row and file have not changed since (none in a full build)."""
+        if self.change is None:
+            return {}
+        got = self._old_terms.get(month)
+        if got is None:
+            got = {}
+            try:
+                text = (self.out / "search" / f"{month}.js").read_text(encoding="utf-8")
+                start, end = text.index(".push(") + 6, text.rindex(");")
+                for doc in json.loads(text[start:end]):
+                    if doc["id"] not in self.change.rows:
+                        got[doc["id"]] = doc["b"]
+            except (OSError, ValueError, KeyError, TypeError):
+                got = {}
+            self._old_terms[month] = got
+        return got
+
     def make_asset(self, ctx: dict[str, Any]) -> bytes:
         return (SITE_TEMPLATES / "assets" / ctx["asset"]).read_bytes()
 
@@ -735,12 +1238,39 @@ class _Builder:
 # --------------------------------------------------------------------------- small helpers
 
 
+class _TemplateCache(jinja2.FileSystemBytecodeCache):
+    """jinja2's bytecode cache in the wiki's ``.llm-wiki/site-state/templates/`` (each template
+    keyed by its source's checksum): a rebuild after one write renders a dozen pages and would
+    otherwise spend most of its time compiling them. No folder (not writable): no cache."""
+
+    def __init__(self) -> None:
+        super().__init__(directory="")
+
+    def use(self, folder: Path) -> None:
+        try:
+            folder.mkdir(parents=True, exist_ok=True)
+            self.directory = str(folder)
+        except OSError:
+            self.directory = ""
+
+    def load_bytecode(self, bucket: Any) -> None:
+        if self.directory:
+            super().load_bytecode(bucket)
+
+    def dump_bytecode(self, bucket: Any) -> None:
+        if self.directory:
+            with contextlib.suppress(OSError):
+                super().dump_bytecode(bucket)
+
+
 @functools.cache
 def _environment() -> Any:
     """The templates, compiled once per process (compiling costs more than rendering a small
-    site; ``--serve`` and the tests build many)."""
+    site; ``--serve`` and the tests build many), and across processes through the bytecode
+    cache."""
     env = jinja2.Environment(
         loader=jinja2.FileSystemLoader(str(SITE_TEMPLATES)),
+        bytecode_cache=_TemplateCache(),
         autoescape=True,
         undefined=jinja2.StrictUndefined,
         trim_blocks=True,
@@ -751,6 +1281,10 @@ def _environment() -> Any:
     env.globals["slug"] = slug
     env.globals["h"] = html
     return env
+
+
+def _asset(name: str) -> dict[str, Any]:
+    return {"asset": name}
 
 
 def slug(name: str) -> str:

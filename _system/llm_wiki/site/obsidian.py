@@ -34,21 +34,50 @@ def note_text(entry_id: str, replaced: list[str]) -> str:
     )
 
 
-def write_graph_notes(view: View) -> int:
+def write_graph_notes(view: View, only: set[str] | None = None) -> int:
     """Write (and prune) the graph notes of the scopes this view's reader may read; return how
-    many notes that reader's scopes hold."""
+    many notes that reader's scopes hold. ``only``: the ids whose rows changed since the last
+    build that wrote them all (a note depends on its entry's row and on which ids are visible):
+    only their notes are written or removed."""
     wiki = view.wiki
     base = wiki.root / FOLDER
     walls = walls_on(wiki)
     wanted: dict[Path, str] = {}
     scopes: set[str] = set()
+    by_id = view.by_id
+    if only is not None:  # a rebuild: the notes of the changed rows and of rows replacing them
+        affected = set(only)
+        count = 0
+        for row in view.rows:
+            if row.supersedes and any(o in by_id for o in row.supersedes):
+                count += 1
+                if not only.isdisjoint(row.supersedes):
+                    affected.add(row.id)
+        managed = [base / s for s in sorted({r.scope for r in view.rows})] if walls else [base]
+        for entry_id in sorted(affected):
+            got = by_id.get(entry_id)
+            replaced: list[str] = []
+            home = None
+            if got is not None:
+                replaced = [o for o in got.supersedes if o in by_id]
+                home = base / got.scope if walls else base
+            for folder in managed:
+                path = folder / f"{entry_id}{SUFFIX}"
+                if replaced and folder == home:
+                    wanted[path] = note_text(entry_id, replaced)
+                else:
+                    with contextlib.suppress(FileNotFoundError):
+                        path.unlink()
+        _write_notes(wanted)
+        return count
     for row in view.rows:
         scopes.add(row.scope)
-        replaced = [o for o in row.supersedes if o in view.by_id]
-        if not replaced:
+        if not row.supersedes:
             continue
-        folder = base / row.scope if walls else base
-        wanted[folder / f"{row.id}{SUFFIX}"] = note_text(row.id, replaced)
+        replaced = [o for o in row.supersedes if o in by_id]
+        if replaced:
+            folder = base / row.scope if walls else base
+            wanted[folder / f"{row.id}{SUFFIX}"] = note_text(row.id, replaced)
     folders = {base / s for s in scopes} if walls else {base}
     if walls:
         folders.add(base)  # a whole-wiki set left from before the walls mixes scopes: it goes
@@ -65,6 +94,14 @@ def write_graph_notes(view: View) -> int:
                 path.unlink()
             with contextlib.suppress(OSError):
                 sub.rmdir()
+    _write_notes(wanted)
+    with contextlib.suppress(OSError):
+        if base.is_dir() and not any(base.iterdir()):
+            base.rmdir()
+    return len(wanted)
+
+
+def _write_notes(wanted: dict[Path, str]) -> None:
     for path, text in sorted(wanted.items()):
         data = text.encode()
         try:
@@ -76,7 +113,3 @@ def write_graph_notes(view: View) -> int:
         tmp = path.with_name(f".{path.name}.tmp")
         tmp.write_bytes(data)
         tmp.replace(path)
-    with contextlib.suppress(OSError):
-        if base.is_dir() and not any(base.iterdir()):
-            base.rmdir()
-    return len(wanted)

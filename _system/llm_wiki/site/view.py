@@ -14,7 +14,7 @@ import functools
 import re
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NamedTuple
 
 import llm_wiki.store as store
 from llm_wiki.access import Viewer, split_scopes
@@ -30,8 +30,7 @@ from llm_wiki.wiki import Wiki
 RAW_SOURCE_RE = re.compile(r"^(raw/[0-9a-f]{64}(?:\.[A-Za-z0-9]+)?)(?:#L(\d+)(?:-L(\d+))?)?\Z")
 
 
-@dataclass(frozen=True)
-class LogItem:
+class LogItem(NamedTuple):
     """One line of log.md the reader may see."""
 
     time: str
@@ -56,19 +55,28 @@ class View:
     superseded_by: dict[str, tuple[str, ...]] = field(init=False)
     cites: dict[str, tuple[str, ...]] = field(init=False)
     cited_by: dict[str, tuple[str, ...]] = field(init=False)
+    # log.md's lines (see :func:`digest`), when the caller already holds them
+    lines: list[Line] | None = None
 
     def __post_init__(self) -> None:
-        self.by_id = {r.id: r for r in self.rows}
-        visible = self.by_id
-        self.supersedes = {r.id: tuple(o for o in r.supersedes if o in visible) for r in self.rows}
-        self.superseded_by = {
-            r.id: tuple(n for n in r.superseded_by if n in visible) for r in self.rows
+        self.by_id = visible = {r.id: r for r in self.rows}
+        # (most rows relate to nothing: the empty tuple is shared, not built per row)
+        self.supersedes = {
+            r.id: tuple([o for o in r.supersedes if o in visible]) if r.supersedes else ()
+            for r in self.rows
         }
-        self.cites = {r.id: tuple(s for s in r.sources if s in visible) for r in self.rows}
+        self.superseded_by = {
+            r.id: tuple([n for n in r.superseded_by if n in visible]) if r.superseded_by else ()
+            for r in self.rows
+        }
+        self.cites = {
+            r.id: tuple([s for s in r.sources if s in visible]) if r.sources else ()
+            for r in self.rows
+        }
         cited: dict[str, list[str]] = {}
-        for r in self.rows:
-            for s in self.cites[r.id]:
-                cited.setdefault(s, []).append(r.id)
+        for entry_id, sources in self.cites.items():
+            for s in sources:
+                cited.setdefault(s, []).append(entry_id)
         self.cited_by = {k: tuple(sorted(v)) for k, v in cited.items()}
 
     # -- entries
@@ -135,18 +143,20 @@ class View:
         if the entry is visible (or its logged scope is readable); any other line only if the
         reader may read every scope it names (none named: only a reader who sees everything)."""
         out = []
-        for _, line in store.read_log(self.wiki):
-            scopes = split_scopes(line.fields.get("scope"))
-            if line.op in ("write", "archive") and ID_RE.match(line.subject or ""):
-                row = self.by_id.get(line.subject)
+        lines = self.lines if self.lines is not None else all_lines(self.wiki)
+        by_id, sees, everything = self.by_id, self.viewer.sees, self.viewer.sees_all
+        match, item = ID_RE.match, LogItem
+        for time, op, subject, fields, scope in lines:
+            if (op == "write" or op == "archive") and subject and match(subject):
+                row = by_id.get(subject)
                 if row is not None:
-                    scopes = [row.scope]
-                elif not scopes:
+                    if everything or sees([row.scope]):
+                        out.append(item(time, op, subject, fields))
+                    continue
+                if not scope:
                     continue  # an entry this reader cannot see (or that is gone)
-            if not self.viewer.sees(scopes):
-                continue
-            fields = tuple(sorted((k, str(v)) for k, v in line.fields.items()))
-            out.append(LogItem(line.time, line.op, line.subject, fields))
+            if everything or sees(split_scopes(scope)):
+                out.append(item(time, op, subject, fields))
         return out
 
     @functools.cached_property
@@ -203,6 +213,23 @@ class View:
         if scope and not self.viewer.can_read(scope):
             out = [(k, v) for k, v in out if k != "default_scope"]
         return out
+
+
+# A line of log.md as a site build keeps it: time, op, subject, its fields as sorted (key, value)
+# pairs, and its scope field ("" when it names none).
+Line = tuple[str, str, str, tuple[tuple[str, str], ...], str]
+
+
+def digest(line: Any) -> Line:
+    """A parsed log line (:class:`~llm_wiki.store.LogLine`) as a :data:`Line`."""
+    fields = line.fields
+    pairs = tuple(sorted((k, str(v)) for k, v in fields.items()))
+    return (line.time, line.op, line.subject, pairs, str(fields.get("scope") or ""))
+
+
+def all_lines(wiki: Wiki, start: int = 0) -> list[Line]:
+    """log.md's complete lines from byte ``start``."""
+    return [digest(line) for _, line in store.read_log(wiki, start)]
 
 
 def load_view(wiki: Wiki, viewer: Viewer) -> View:
