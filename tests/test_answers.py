@@ -321,3 +321,27 @@ def test_why_not_in_prose_looks_for_the_named_thing_not_the_records_topic(other_
         "respond to the evolving needs of service teams.",
         orchestration,
     ) in quoted(answer)
+
+
+def test_why_quotes_the_trouble_the_context_reports(cli, tmp_path):
+    folder = tmp_path / "adr"
+    folder.mkdir()
+    (folder / "0001-drop-the-queue.md").write_text(
+        "# 1. Drop the message queue\n\nDate: 2024-03-01\n\n## Status\n\nAccepted\n\n"
+        "## Context\n\nThe queue was added in 2019 in order to buffer uploads for the indexer.\n"
+        "It runs on two hosts in each region and is configured by hand.\n"
+        "We have experienced repeated outages of the queue during peak hours.\n\n"
+        "## Decision\n\nWe will drop the message queue.\n\n"
+        "- Allow the indexer to read the upload bucket.\n"
+        "- Grant the indexer list access so that it can find new uploads.\n"
+        "- Only allow polling from the indexer hosts.\n\n"
+        "## Consequences\n\nTwo hosts per region are freed.\n",
+        encoding="utf-8",
+    )
+    cli("import-adr", str(folder), "--domain", "ops")
+    answer, out = ask(cli, "Why did we drop the message queue?")
+    queue = out["opened"][0]["id"]
+    assert (
+        "We have experienced repeated outages of the queue during peak hours.",
+        queue,
+    ) in quoted(answer)

@@ -790,6 +790,13 @@ _REASON_ROLE = {
 }
 
 
+# The trouble a record's context reports (what the decision set out to fix).
+_PROBLEM = re.compile(
+    r"(?i)\b(?:(?:experienced|had|have|ran\s+into|hit|encountered|caused?|causing)\s+(?:\w+\s+)?"
+    r"(?:problems?|issues?|incidents?|outages?|downtime|failures?|pain)|unstable|instability|"
+    r"breakages?|incidents|outages?|downtime|painful|error-prone|unreliable|"
+    r"does\s+not\s+(?:support|scale|work)|doesn't\s+(?:support|scale|work)|no\s+way\s+to)\b"
+)
 _PROBLEM_TURN = re.compile(
     r"(?i)^(?:however|but|unfortunately|sadly|in\s+practice|the\s+(?:main\s+)?(?:problem|issue|"
     r"difficulty|challenge|downside|drawback)\b|this\s+(?:is|was|causes|caused|leads|led)\s+"
@@ -827,6 +834,8 @@ def reason_scores(e: Entry, stems: Sequence[str] = ()) -> list[tuple[float, Sent
         listed = bool(s.intro) and bool(_REASON_INTRO.search(s.intro))
         if listed and s.lead:
             score += 2.0  # an item of a list of reasons: the list says it is one, cue or none
+        elif role in ("context", "driver") and _PROBLEM.search(text):
+            score += 1.5  # the trouble that moved the decision
         elif _CAUSE.search(text):
             score += 1.0
         elif _CAUSAL.search(text) or _WEIGHS.search(text):
