@@ -361,3 +361,13 @@ def test_eval_answer_hit_on_folders_no_answer_rule_was_written_for(cli, name, fo
     cli("import-adr", str(folder), "--domain", "held-out", "--recursive")
     out = cli.json("eval", str(EVAL / f"{name}.jsonl"))
     assert out["answer_hit"] >= floor, out["answer_hit_by_kind"]
+
+
+def test_why_not_names_the_option_by_its_own_words_not_the_records_topic(other_records):
+    # "default … directory" is the record's topic (its title); "AppDirs" names the option
+    answer, out = ask(other_records, "Why not use AppDirs to pick the default file directory?")
+    jna = out["opened"][0]["id"]
+    assert "default-directory" in jna
+    lines = quoted(answer)
+    assert lines[0] == ("Not chosen: AppDirs", jna)
+    assert any("does not use Documents on Windows" in t for t, _ in lines)

@@ -638,13 +638,17 @@ def _alike(x: str, y: str) -> bool:
 def _named_option(question: str, opened: Sequence[Opened], threshold: float = 0.5) -> _Named | None:
     """The option the question names: the best word overlap of the named part of the question
     with an option's name (a heading in the record's options, or an alternative the import
-    kept), never the chosen one."""
+    kept), never the chosen one. Words of the record's title name its topic, not an option
+    ("default directory" in "Use JNA to Determine Default Directory"): an option matched by a
+    word of its own goes first ("AppDirs" before "Swing's FileChooser to Determine Default
+    Directory" for "why not AppDirs to pick the default directory")."""
     asked = _words(_named_part(question))
     if not asked:
         return None
-    best: tuple[float, _Named | None] = (0.0, None)
+    best: tuple[float, float, _Named | None] = (0.0, 0.0, None)
     for rank, item in enumerate(opened[:3]):
         record = read_record(item.entry.body)
+        topic = {w.rstrip("s") for w in _words(item.entry.summary.split(":", 1)[0])}
         names = [(n, "") for n in record.option_names()]
         names += [
             (a.id.replace("-", " "), a.rejected_because) for a in item.entry.alternatives_considered
@@ -657,9 +661,12 @@ def _named_option(question: str, opened: Sequence[Opened], threshold: float = 0.
             if not hits:
                 continue
             score = hits / len(words) + hits / len(asked) - 0.05 * rank
-            if score > best[0]:
-                best = (score, _Named(item, name, words, reason))
-    return best[1] if best[0] >= threshold else None
+            own = frozenset(w for w in words if w.rstrip("s") not in topic)
+            own_hits = _overlap(own, asked)
+            distinct = own_hits / len(own) - 0.05 * rank if own_hits else 0.0
+            if score >= threshold and (distinct, score) > best[:2]:
+                best = (distinct, score, _Named(item, name, words, reason))
+    return best[2]
 
 
 def _against(named: _Named, stems: Sequence[str]) -> list[tuple[str, str]]:
