@@ -10,8 +10,10 @@ import os
 
 import pytest
 
-from conftest import write_args
-from test_sync import clone, git, git_identity, origin  # noqa: F401 - fixtures
+from conftest import git, write_args
+from test_sync import clone, origin  # noqa: F401 - fixtures
+
+pytestmark = pytest.mark.usefixtures("git_identity")  # commits need an author (conftest)
 
 
 @pytest.fixture
