@@ -111,21 +111,23 @@ def parsed_shas(wiki: Wiki) -> dict[str, str]:
 def open_catalog(wiki: Wiki, *, lock_held: bool = True) -> Catalog:
     """Open the catalog, up to date.
 
-    Writers call this with the write lock held (the default). Readers pass ``lock_held=False``:
-    the lock is taken only if the catalog must change (stale, missing, or from another version).
-    A catalog is only ever dropped or rebuilt under the lock.
+    Writers call this with the write lock held (the default). Readers pass ``lock_held=False``
+    and never wait for a writer: a stale catalog is brought up to date under the lock when the
+    lock is free, and taken as it stands while another process holds it (see
+    :func:`_snapshot_or_refresh`). Only a missing catalog, or one of another version, makes a
+    reader wait for the lock. A catalog is only ever dropped or rebuilt under the lock.
     """
     path = _catalog_path(wiki)
     try:
         db = _connect_current(path)
         if db is not None:
             catalog = Catalog(wiki, db)
-            if not lock_held and is_fresh(catalog):
-                return catalog
             if lock_held:
                 refresh(catalog)
                 return catalog
-            catalog.close()
+            current = _snapshot_or_refresh(catalog)
+            if current is not None:
+                return current
         with contextlib.nullcontext() if lock_held else store.locked(wiki):
             db = _connect_current(path)
             if db is None:
@@ -148,33 +150,44 @@ def open_catalog(wiki: Wiki, *, lock_held: bool = True) -> Catalog:
         raise os_failure(exc, f"cannot open the catalog in {wiki.state_dir}") from None
 
 
+def _snapshot_or_refresh(catalog: Catalog) -> Catalog | None:
+    """A reader's catalog without waiting: ``catalog`` itself when fresh; brought up to date
+    under the lock when the lock is free right now; taken as it stands when another process
+    holds the lock. A process holding the lock is writing (or importing, archiving, syncing)
+    and has acknowledged nothing the catalog lacks: every write commits its catalog row before
+    it returns, so what the snapshot misses is only what is still being written. The viewer's
+    walls still apply, since they are read from access.yaml, not the catalog. None when the
+    catalog vanished or changed version while the lock was taken (the caller builds it)."""
+    if is_fresh(catalog):
+        return catalog
+    with store.locked(catalog.wiki, blocking=False) as got:
+        if not got:
+            return catalog
+        # reconnect under the lock: another process may have rebuilt it meanwhile
+        wiki = catalog.wiki
+        catalog.close()
+        db = _connect_current(_catalog_path(wiki))
+        if db is None:
+            return None
+        catalog = Catalog(wiki, db)
+        refresh(catalog)
+        return catalog
+
+
 def read_catalog(wiki: Wiki) -> Catalog:
     """The catalog for a read command: fresh, opened without holding the lock afterwards."""
     return open_catalog(wiki, lock_held=False)
 
 
 def peek_catalog(wiki: Wiki) -> Catalog | None:
-    """The catalog for a caller that must not wait (the agent hooks): brought up to date when
-    the lock is free right now, else taken as it stands (behind by what was written since; the
-    viewer's walls still apply, since they are read from access.yaml, not the catalog). None
-    when there is no catalog of this version yet: a first build can take seconds."""
-    path = _catalog_path(wiki)
+    """The catalog for a caller that must not wait at all (the agent hooks): as a reader gets
+    it (:func:`_snapshot_or_refresh`), but None when there is no catalog of this version yet
+    rather than waiting for a first build, which can take seconds."""
     try:
-        db = _connect_current(path)
+        db = _connect_current(_catalog_path(wiki))
         if db is None:
             return None
-        catalog = Catalog(wiki, db)
-        if is_fresh(catalog):
-            return catalog
-        with store.locked(wiki, blocking=False) as got:
-            if got:  # reconnect under the lock: another process may have rebuilt it meanwhile
-                catalog.close()
-                db = _connect_current(path)
-                if db is None:
-                    return None
-                catalog = Catalog(wiki, db)
-                refresh(catalog)
-        return catalog
+        return _snapshot_or_refresh(Catalog(wiki, db))
     except sqlite3.DatabaseError:
         return None
 
