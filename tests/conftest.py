@@ -29,6 +29,9 @@ def clean_env(monkeypatch, tmp_path_factory):
             monkeypatch.delenv(key, raising=False)
     home = tmp_path_factory.mktemp("home")
     monkeypatch.setenv("HOME", str(home))
+    # Lexical ranking unless a test turns vectors on in its wiki's settings.yaml, so the
+    # suite's outputs are the same with or without the embeddings extra installed.
+    monkeypatch.setenv("LLM_WIKI_EMBEDDINGS", "off")
     from llm_wiki.backends import MockBackend
 
     MockBackend.reset()
@@ -95,6 +98,7 @@ def subprocess_env(**extra: str) -> dict[str, str]:
         "HOME": os.environ.get("HOME", "/tmp"),
         "PYTHONPATH": str(SRC),
         "LC_ALL": "C.UTF-8",
+        "LLM_WIKI_EMBEDDINGS": "off",  # as clean_env: vectors only where settings.yaml asks
     }
     env.update(extra)
     return env

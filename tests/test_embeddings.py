@@ -138,3 +138,39 @@ def test_without_the_extra_ranking_is_lexical_and_says_so(cli, monkeypatch):
     }
     assert cli.json("index")["vectors"] is None
     assert cli.json("query", "Which database holds the ledger?")["cited"]
+
+
+@needs_extra
+def test_vectors_are_on_by_default_and_the_suite_turns_them_off(cli, wiki_path, monkeypatch):
+    """With the extra installed a wiki ranks with vectors unless told otherwise; the suite's
+    $LLM_WIKI_EMBEDDINGS=off (conftest) keeps every other test lexical, and settings.yaml wins
+    over it."""
+    cli(*write_args("Use Postgres for the ledger", domain="ledger"))
+    got = cli.json("stats")["ranking"]
+    assert got["semantic"] is False and "LLM_WIKI_EMBEDDINGS=off" in got["reason"]
+    monkeypatch.delenv("LLM_WIKI_EMBEDDINGS")
+    assert cli.json("stats")["ranking"]["semantic"] is True
+    monkeypatch.setenv("LLM_WIKI_EMBEDDINGS", "off")
+    settings = wiki_path / "settings.yaml"
+    settings.chmod(0o644)
+    settings.write_text(settings.read_text() + "embeddings:\n  enabled: true\n")
+    assert cli.json("stats")["ranking"]["semantic"] is True
+
+
+@needs_extra
+def test_the_model_hash_is_remembered_for_the_same_file(tmp_path):
+    """The 22 MB model is hashed once per file (path, size, mtime), not on every query; a
+    stamp for another file is ignored and a hash that is not the expected one still refuses."""
+    from llm_wiki.errors import InvalidInput
+    from llm_wiki.ranking import minilm
+
+    stamp = tmp_path / "model.sha256"
+    _, fingerprint = minilm.load(stamp=stamp)
+    key, _, sha = stamp.read_text().strip().rpartition(" ")
+    assert sha == minilm.SHIPPED_SHA256 and str(minilm.shipped_model().resolve()) in key
+    assert minilm.load(stamp=stamp)[1] == fingerprint
+    stamp.write_text(f"{key} {'0' * 64}\n")
+    with pytest.raises(InvalidInput, match="not the model this version expects"):
+        minilm.load(stamp=stamp)
+    stamp.write_text(f"/elsewhere 1 2 {'0' * 64}\n")
+    assert minilm.load(stamp=stamp)[1] == fingerprint

@@ -15,14 +15,13 @@ from llm_wiki.entries import (
     Entry,
     Relation,
     candidate_ids,
-    check_entry,
     dump_entry,
     entry_from_mapping,
     parse_entry,
-    parse_schema,
     slugify,
 )
 from llm_wiki.errors import InvalidInput
+from llm_wiki.schema import check_entry, parse_schema
 
 words = st.text(
     alphabet=string.ascii_lowercase + string.digits + "-", min_size=1, max_size=20

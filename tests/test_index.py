@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import os
 import shutil
+import time
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -99,6 +101,79 @@ def test_index_reparses_only_changed_files(cli, wiki_path, monkeypatch):
     assert first["parsed"] == 0  # writes kept the catalog current
     shutil.rmtree(wiki_path / ".llm-wiki")
     assert cli.json("index")["parsed"] == 6
+
+
+def test_index_lists_only_the_folders_that_changed(cli, wiki_path, monkeypatch):
+    """A folder whose stat is as the last scan saw it (settled) is not listed again; a file
+    added, removed or replaced in a folder moves its mtime, and the next index reads it."""
+    import importlib
+
+    import llm_wiki.store as store
+
+    refresh = importlib.import_module("llm_wiki.catalog.refresh")  # (the package's refresh())
+
+    ids = populate(cli, monkeypatch)
+    monkeypatch.setattr(refresh, "FOLDER_SETTLED_NS", 0)  # this test's folders settle at once
+    listed: list[str] = []
+    month_files = store.month_files
+
+    def counted(path, **kwargs):
+        listed.append(os.path.basename(path))
+        return month_files(path, **kwargs)
+
+    monkeypatch.setattr(store, "month_files", counted)
+    cli("index")  # lists each folder once more, now that they have settled
+    listed.clear()
+
+    def index(changed):
+        result = cli.json("index")
+        assert sorted(listed) == changed
+        listed.clear()
+        return result
+
+    assert index([])["parsed"] == 0
+    time.sleep(0.05)  # past the filesystem's clock tick: the folders' mtimes move
+    fields = {"type": "decision", "domain": "ops", "summary": "Planted by hand"}
+    plant(wiki_path, "2026-02-20-planted-abcd", "2026-02-20", fields)
+    assert index(["02"])["parsed"] == 1
+    assert "Planted by hand" in (wiki_path / "index/ops.md").read_text()
+    time.sleep(0.05)
+    (wiki_path / f"entries/2026/02/{ids['Rotate keys every 90 days']}.md").unlink()
+    assert index(["02"])["removed"] == 1
+    time.sleep(0.05)
+    path = wiki_path / f"entries/2026/03/{ids['new']}.md"
+    tmp = path.with_name(".saving")
+    tmp.write_text(path.read_text().replace("CockroachDB", "Spanner"))
+    os.replace(tmp, path)  # an editor's save: a new file renamed over the old one
+    assert index(["03"])["parsed"] == 1
+    assert "Spanner" in (wiki_path / "index/platform.md").read_text()
+    assert index([])["parsed"] == 0
+    cli("index", "--check")
+
+
+def test_an_entry_rewritten_in_place_is_reported_by_check_with_the_fix(cli, wiki_path, monkeypatch):
+    """A file rewritten in place (same inode) leaves its folder's stat as it was, so a scan
+    that trusts the settled folder does not see it; `index --check` does, and says to run
+    `index --full`, after which the catalog and index files match the files again."""
+    import importlib
+
+    ids = populate(cli, monkeypatch)
+    monkeypatch.setattr(importlib.import_module("llm_wiki.catalog.refresh"), "FOLDER_SETTLED_NS", 0)
+    cli("index")  # the folders are signed as settled
+    path = wiki_path / f"entries/2026/02/{ids['Adopt Kubernetes for services']}.md"
+    path.chmod(0o644)
+    with open(path, "r+") as fh:  # in place: no new file, no rename
+        text = fh.read().replace("Adopt Kubernetes", "Adopt Nomad")
+        fh.seek(0)
+        fh.write(text)
+        fh.truncate()
+    assert cli.json("index")["parsed"] == 0  # as DESIGN.md says: the folder vouches for it
+    result = cli("index", "--check", code=1)
+    assert "Stale (run `llm-wiki index --full`)" in result.stdout
+    assert ".llm-wiki/catalog.sqlite3" in result.stdout
+    assert cli.json("index", "--full")["parsed"] == 6
+    assert "Adopt Nomad" in (wiki_path / "index/platform.md").read_text()
+    cli("index", "--check")
 
 
 def test_unparseable_file_is_reported_not_fatal(cli, wiki_path, monkeypatch):

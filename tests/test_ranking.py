@@ -191,6 +191,40 @@ def test_intent_from_the_words_people_use():
     assert parse_question("What did we decide in 2021?").period == "2021"
 
 
+@pytest.mark.parametrize(
+    ("intent", "question"),
+    [
+        *[("present", q) for q in (
+            "Are we on Kafka these days?", "What's the current approach to secrets?",
+            "Which CI do we run today?", "Has the logging stack changed since then?",
+            "What's in place for auth right now?", "Which registry are teams using at present?",
+            "What is the present policy on ingress?", "What's the latest on the multi-cluster plan?",
+            "Where does the upload go at this point?", "What replaced Concourse?",
+            "Is Concourse the CI we use?", "What is our current CI system?",
+            "Which version of the template is in effect?", "What do we do for alerting?",
+        )],
+        *[("past", q) for q in (
+            "What did we use before GitHub Actions?", "Why was Concourse chosen back in 2018?",
+            "What was the first logging setup?", "How did uploads work before CloudFront?",
+            "What did we have prior to Karpenter?", "What was the earlier approach to ADR ids?",
+            "What were we doing for CI in the early days?",
+            "Why did we once prefer one cluster for everything?",
+        )],
+        *[("", q) for q in (
+            "How does the current-user endpoint get its token?",
+            "Why do we use a shared ingress controller?", "Why do we run our own Keycloak?",
+            "What does the API do with a still image?", "How do we version releases?",
+            "When did we decide to move every namespace to the latest module versions?",
+        )],
+    ],
+)  # fmt: skip
+def test_intent_on_wording_the_dev_questions_do_not_use(intent, question):
+    """Other ways of asking about now and about then (none of them from a question set)."""
+    from llm_wiki.ranking import intent_of
+
+    assert intent_of(question) == intent
+
+
 @pytest.mark.skipif(not EXTRA, reason="pip install 'llm-wiki[embeddings]'")
 def test_the_next_query_embeds_a_new_entry_and_only_it(tdr_wiki, monkeypatch):
     from conftest import write_args
@@ -213,3 +247,49 @@ def test_the_next_query_embeds_a_new_entry_and_only_it(tdr_wiki, monkeypatch):
     assert "glacier" in out["opened"][0]["summary"].lower()
     cli.json("query", "Where do consignment exports go for long-term storage?")
     assert embedded == [1]  # nothing changed: nothing embedded, nothing rewritten
+
+
+def test_bm25f_counts_each_field_against_its_own_length(cli, wiki):
+    """The lexical pool's order is BM25F from each column's own term frequency and length
+    (FTS5's counts, read back), computed here independently from the stored columns."""
+    import math
+    import re as _re
+
+    from conftest import write_args
+    from llm_wiki.access import Viewer
+    from llm_wiki.catalog import read_catalog
+    from llm_wiki.ranking import Ranker, lexical, parse_question
+
+    cli(*write_args("Keep the ledger in Postgres", body="Ledger rows. " + "Other words. " * 60))
+    cli(*write_args("Nightly jobs", domain="ops", body="The ledger export reads Postgres."))
+    cli(*write_args("Queues for mail", domain="ops", body="Mail goes through a queue."))
+    terms = ["ledger", "postgres"]
+    with read_catalog(wiki) as catalog:
+        db = catalog.db
+        rows = {int(r): cols for r, *cols in db.execute(f"SELECT rowid, {', '.join(lexical.COLUMNS)} FROM fts")}  # fmt: skip
+        n = len(rows)
+        df = {t: sum(1 for cols in rows.values() if any(t in (c or "").lower() for c in cols)) for t in terms}  # fmt: skip
+        idf = {t: math.log(1 + (n - df[t] + 0.5) / (df[t] + 0.5)) for t in terms}
+        sizes = lexical._column_sizes(db, list(rows))
+        means = lexical.column_means(db)
+        assert means == pytest.approx([sum(s[c] for s in sizes.values()) / n for c in range(6)])
+        got = dict(lexical.bm25f(db, terms, list(rows), idf, means))
+        ranker_got = Ranker(catalog, Viewer.everyone(), semantic=False)._lexical(
+            parse_question("ledger postgres"), 10
+        )
+    expected = {}
+    for rowid, cols in rows.items():
+        score = 0.0
+        for t in terms:
+            tf = sum(
+                lexical.COLUMN_WEIGHTS[c]
+                * len(_re.findall(rf"\b{t}\b", (text or "").lower()))
+                / (1 - lexical.B + lexical.B * (sizes[rowid][c] / means[c] if means[c] else 0))
+                for c, text in enumerate(cols)
+            )
+            score += idf[t] * tf * (lexical.K1 + 1) / (tf + lexical.K1)
+        expected[rowid] = score
+    assert got == pytest.approx(expected)
+    assert [r for r, _ in ranker_got] == sorted(
+        (r for r in expected if expected[r] > 0), key=lambda r: -expected[r]
+    )

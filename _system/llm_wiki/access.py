@@ -26,9 +26,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from llm_wiki.entries import NAME_RE, decode_text, load_yaml
+from llm_wiki.entries import NAME_RE, decode_text
 from llm_wiki.errors import InvalidInput, WikiError
 from llm_wiki.wiki import Wiki
+from llm_wiki.yaml_input import load_yaml
 
 ENV_READER = "LLM_WIKI_READER"
 

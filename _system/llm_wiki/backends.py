@@ -31,9 +31,9 @@ from typing import Any, ClassVar
 
 import llm_wiki.clock as clock
 import llm_wiki.progress as progress
-from llm_wiki.entries import load_yaml
 from llm_wiki.errors import BackendFailed, BackendUnavailable, InvalidInput, WikiError
 from llm_wiki.wiki import Settings, Wiki
+from llm_wiki.yaml_input import load_yaml
 
 ENV_BACKEND = "LLM_WIKI_BACKEND"
 ENV_MODEL = "LLM_WIKI_MODEL"

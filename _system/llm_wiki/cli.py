@@ -10,7 +10,6 @@ from __future__ import annotations
 import inspect
 import json
 import sys
-import textwrap
 from collections.abc import Callable
 from typing import Any, TypeVar
 
@@ -32,6 +31,8 @@ class _ExampleHelp:
         return super().get_short_help_str(limit=500)  # type: ignore[misc]
 
     def format_help_text(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        import textwrap  # deferred: start-up (only --help formats text)
+
         text, _, examples = inspect.cleandoc(self.help or "").partition("Example usage:")
         formatter.write_paragraph()
         with formatter.indentation():
@@ -2114,7 +2115,10 @@ def token_revoke(who: str, as_json: bool, wiki_path: str | None, reader: str | N
 
 
 def main() -> None:
-    import signal  # deferred: start-up (only the real command line needs it)
+    try:  # the C module: `signal` wraps it in enums, ~0.7 ms of every command
+        import _signal as signal  # deferred: start-up (only the real command line needs it)
+    except ImportError:  # pragma: no cover - not CPython
+        import signal  # type: ignore[no-redef]  # deferred: as above
 
     if hasattr(signal, "SIGXFSZ"):  # a file-size limit (ulimit -f): an error, not a kill
         signal.signal(signal.SIGXFSZ, signal.SIG_IGN)

@@ -54,11 +54,12 @@ from llm_wiki.citations import (
     cited_ids,
     evidence_from_entry,
 )
-from llm_wiki.entries import Entry, check_entry, slugify
+from llm_wiki.entries import Entry, slugify
 from llm_wiki.errors import BackendFailed, BackendUnavailable, InvalidInput, WikiError
 from llm_wiki.failures import last_failures, record_failure
 from llm_wiki.prompts import entry_block, json_object, render_prompt
 from llm_wiki.reads import read_entry
+from llm_wiki.schema import check_entry
 from llm_wiki.wiki import Wiki
 from llm_wiki.write import write_entry
 

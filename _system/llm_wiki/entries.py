@@ -1,10 +1,10 @@
-"""The entry: model, parse/dump, ids, and validation against the wiki's schema.md.
+"""The entry: model, parse/dump, ids, and the checks of its fields' shapes.
 
 An entry is a frozen :class:`Entry`. Text becomes an entry only through :func:`parse_entry` and
 an entry becomes text only through :func:`dump_entry`, so the frontmatter key order, the date
 format and the body's edges are the same everywhere. User input (CLI flags, ``--from`` files,
 MCP calls, LLM proposals) goes through :func:`entry_from_mapping`, which names the field and the
-fix for anything wrong, and :func:`check_entry`, which applies the schema's rules.
+fix for anything wrong; :func:`llm_wiki.schema.check_entry` applies the schema's rules.
 """
 
 from __future__ import annotations
@@ -12,7 +12,6 @@ from __future__ import annotations
 import dataclasses
 import datetime as dt
 import functools
-import json
 import re
 import unicodedata
 from collections.abc import Iterator, Mapping, Sequence
@@ -20,6 +19,16 @@ from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
 from llm_wiki.errors import InvalidInput
+from llm_wiki.yaml_input import (  # re-exported: the entry's readers import them from here
+    LIMITS,
+    TAG_FLOAT,
+    TAG_INT,
+    TAG_TIMESTAMP,
+    Plain,
+    YamlLimits,
+    load_json,
+    load_yaml,
+)
 
 try:  # CPython's own SHA-256: loading OpenSSL through hashlib costs ~2 ms of every `write`
     from _sha2 import sha256  # type: ignore[import-not-found]  # CPython >= 3.12
@@ -107,6 +116,8 @@ SLUG_MAX = 60
 
 @dataclass(frozen=True)
 class Alternative:
+    """An option the entry weighed and did not take, and why."""
+
     id: str
     rejected_because: str
 
@@ -121,6 +132,8 @@ class Relation:
 
 @dataclass(frozen=True)
 class Entry:
+    """One entry: its frontmatter fields (in KEY_ORDER) and its markdown body."""
+
     id: str
     type: str
     date: str
@@ -321,345 +334,6 @@ def split_frontmatter(text: str) -> tuple[str, str]:
 
 
 _CLOSE_RE = re.compile(r"\n---[ \t]*(?:\r?\n|$)")
-
-
-class YamlLimits(NamedTuple):
-    """Bounds on a YAML or JSON document, checked while it is read (schema.md ``limits``)."""
-
-    max_depth: int = 32  # nesting of lists and mappings
-    max_nodes: int = 20_000  # scalars, lists and mappings, aliases counted at their full size
-    max_alias_nodes: int = 1_000  # nodes reached through aliases (*name) in all
-    max_number_digits: int = 100  # longer "numbers" are text, never int(...)'d
-
-
-LIMITS = YamlLimits()
-
-_INT = "tag:yaml.org,2002:int"
-_FLOAT = "tag:yaml.org,2002:float"
-_BOOL = "tag:yaml.org,2002:bool"
-_NULL = "tag:yaml.org,2002:null"
-_STR = "tag:yaml.org,2002:str"
-_TIMESTAMP = "tag:yaml.org,2002:timestamp"
-_MAP = "tag:yaml.org,2002:map"
-_SEQ = "tag:yaml.org,2002:seq"
-_TYPED = frozenset({_INT, _FLOAT, _BOOL, _TIMESTAMP})
-
-
-class Plain(str):
-    """A plain scalar, kept as written, that YAML 1.1 (or JSON) would read as a number, a bool
-    or a date: ``0x1F``, ``1.10``, ``010``, ``12:30``, ``yes``, ``2026-05-02``.
-
-    Text fields take it as the text it is. Extra fields take :meth:`value`, the number or bool
-    only when writing it back gives the same text (``3``, ``1.5``, ``true``), else the text.
-    """
-
-    tag: str
-
-    def __new__(cls, text: str, tag: str) -> Plain:
-        obj = super().__new__(cls, text)
-        obj.tag = tag
-        return obj
-
-    def value(self) -> Any:
-        text = str(self)
-        if self.tag == _BOOL:
-            return {"true": True, "false": False}.get(text, text)
-        if self.tag == _INT and _CANON_INT_RE.fullmatch(text) and len(text) <= 100:
-            return int(text)
-        if self.tag == _FLOAT and _CANON_FLOAT_RE.fullmatch(text) and len(text) <= 100:
-            number = float(text)
-            if repr(number) == text.lstrip("+"):
-                return number
-        return text
-
-
-_CANON_INT_RE = re.compile(r"-?(?:0|[1-9][0-9]*)")
-_CANON_FLOAT_RE = re.compile(r"-?(?:0|[1-9][0-9]*)\.[0-9]+")
-_NO_KEY = object()
-
-
-def load_yaml(text: str, what: str, *, exact: bool = False, limits: YamlLimits = LIMITS) -> Any:
-    """Parse one YAML document, within ``limits``, with no silent change of what was written.
-
-    PyYAML's own loaders would expand an alias bomb without bound, take the last of two equal
-    keys, turn ``010`` into 8 and die on ``2026-13-01``; this one reads libyaml's events (the C
-    parser, ~10x faster than the pure-Python one) and builds the data itself. ``exact``: plain
-    scalars that YAML 1.1 would turn into numbers, bools or dates come back as :class:`Plain`
-    text (entries and drafts); otherwise they are converted (settings, schema, access). Nulls
-    are None either way. Anything else wrong raises InvalidInput naming the field.
-    """
-    import yaml  # deferred: PyYAML; `write` reads its config from a cache instead
-
-    loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
-    try:
-        return _YamlBuilder(what, exact, limits).build(yaml.parse(text, Loader=loader))
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        where = f" at line {mark.line + 1}" if mark is not None else ""
-        problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
-        raise InvalidInput(f"{what}: malformed YAML{where} ({problem}); fix the YAML.") from None
-    except UnicodeEncodeError:
-        raise InvalidInput(f"{what}: the text holds a lone surrogate; give UTF-8 text.") from None
-
-
-class _Frame:
-    __slots__ = ("obj", "key", "anchor", "start", "path")
-
-    def __init__(self, obj: Any, anchor: str | None, start: int, path: str) -> None:
-        self.obj, self.key, self.anchor, self.start, self.path = obj, _NO_KEY, anchor, start, path
-
-
-class _YamlBuilder:
-    """Plain data from a stream of libyaml events, with an explicit stack (no recursion)."""
-
-    def __init__(self, what: str, exact: bool, limits: YamlLimits) -> None:
-        self.what, self.exact, self.limits = what, exact, limits
-        self.stack: list[_Frame] = []
-        self.anchors: dict[str, tuple[Any, int]] = {}
-        self.nodes = 0
-        self.alias_nodes = 0
-        self.root: Any = None
-        self.documents = 0
-
-    def fail(self, message: str) -> InvalidInput:
-        return InvalidInput(f"{self.what}: {message}")
-
-    def here(self) -> str:
-        """The field being read, for messages: ``tags``, ``alternatives_considered[0].id``."""
-        if not self.stack:
-            return "the document"
-        frame = self.stack[-1]
-        if isinstance(frame.obj, dict):
-            key = frame.key if frame.key is not _NO_KEY else None
-            name = f"{frame.path}.{key}" if frame.path and key is not None else (key or frame.path)
-            return f"field {str(name)!r}" if name else "a field name"
-        return f"field {frame.path!r}" if frame.path else "a list item"
-
-    def count(self, n: int = 1) -> None:
-        self.nodes += n
-        if self.nodes > self.limits.max_nodes:
-            raise self.fail(
-                f"over {self.limits.max_nodes} values (schema.md limits.max_nodes); "
-                "write a smaller document."
-            )
-
-    def build(self, events: Iterator[Any]) -> Any:
-        for event in events:
-            kind = type(event).__name__
-            if kind == "ScalarEvent":
-                self.count()
-                value = self.scalar(event)
-                if event.anchor:
-                    self.anchors[event.anchor] = (value, 1)
-                self.add(value)
-            elif kind in ("MappingStartEvent", "SequenceStartEvent"):
-                self.count()
-                self.open(event, kind == "MappingStartEvent")
-            elif kind in ("MappingEndEvent", "SequenceEndEvent"):
-                frame = self.stack.pop()
-                if frame.anchor:
-                    self.anchors[frame.anchor] = (frame.obj, self.nodes - frame.start)
-                self.add(frame.obj)
-            elif kind == "AliasEvent":
-                if event.anchor not in self.anchors:
-                    raise self.fail(f"alias *{event.anchor} names no anchor; fix the YAML.")
-                value, size = self.anchors[event.anchor]
-                self.alias_nodes += size
-                if self.alias_nodes > self.limits.max_alias_nodes:
-                    raise self.fail(
-                        f"aliases expand to over {self.limits.max_alias_nodes} values "
-                        "(schema.md limits.max_alias_nodes); write the values out."
-                    )
-                self.count(size)
-                self.add(value)
-            elif kind == "DocumentStartEvent":
-                self.documents += 1
-                if self.documents > 1:
-                    raise self.fail("expected one YAML document, found several; keep one.")
-        return self.root
-
-    def open(self, event: Any, mapping: bool) -> None:
-        tag = event.tag
-        if tag is not None and not event.implicit and tag not in ("!", _MAP if mapping else _SEQ):
-            raise self.fail(
-                f"{self.here()} holds a YAML {_short_tag(tag)} value; give it as text, a "
-                "number, a list or a mapping."
-            )
-        if len(self.stack) >= self.limits.max_depth:
-            raise self.fail(
-                f"nested over {self.limits.max_depth} levels deep (schema.md "
-                "limits.max_depth); flatten it."
-            )
-        path = ""
-        if self.stack:
-            parent = self.stack[-1]
-            if isinstance(parent.obj, dict):
-                if parent.key is _NO_KEY:
-                    raise self.fail("a field name must be text, not a list or a mapping.")
-                path = f"{parent.path}.{parent.key}" if parent.path else str(parent.key)
-            else:
-                path = f"{parent.path}[{len(parent.obj)}]"
-        obj: Any = {} if mapping else []
-        self.stack.append(_Frame(obj, event.anchor, self.nodes, path))
-
-    def add(self, value: Any) -> None:
-        if not self.stack:
-            self.root = value
-            return
-        frame = self.stack[-1]
-        obj = frame.obj
-        if type(obj) is list:
-            obj.append(value)
-            return
-        if frame.key is _NO_KEY:
-            if isinstance(value, (dict, list)):
-                raise self.fail("a field name must be text, not a list or a mapping.")
-            key = str(value) if isinstance(value, str) else value
-            if key in obj:
-                name = f"{frame.path}.{key}" if frame.path else key
-                raise self.fail(f"field {str(name)!r} is given twice; keep one.")
-            frame.key = key
-            return
-        obj[frame.key] = value
-        frame.key = _NO_KEY
-
-    def scalar(self, event: Any) -> Any:
-        value: str = event.value
-        tag = event.tag
-        if tag is None or tag == "!":
-            if tag is not None or not event.implicit[0]:
-                return value  # quoted, literal, folded, or "!": text
-            tag = _resolve(value)
-            if tag not in _TYPED and tag != _NULL:
-                return value  # "<<" and "=" are text here: no merge keys
-        elif tag not in _TYPED and tag not in (_STR, _NULL):
-            raise self.fail(
-                f"{self.here()} holds a YAML {_short_tag(tag)} value; give it as text, a "
-                "number, a list or a mapping."
-            )
-        if tag == _STR:
-            return value
-        if tag == _NULL:
-            return None
-        if self.exact:
-            if event.tag is not None and event.tag != "!":
-                self.typed(value, tag)  # !!float lots: refused, not kept as "lots"
-            return Plain(value, tag)
-        return self.typed(value, tag)
-
-    def typed(self, value: str, tag: str) -> Any:
-        import yaml  # deferred: PyYAML (already loaded by load_yaml)
-
-        if tag in (_INT, _FLOAT) and len(value) > self.limits.max_number_digits:
-            raise self.fail(
-                f"{self.here()}: a number of {len(value)} digits; write it as text "
-                "(in quotes) or shorten it."
-            )
-        node = yaml.ScalarNode(tag, value)
-        constructor = _constructor()
-        try:
-            if tag == _INT:
-                return constructor.construct_yaml_int(node)
-            if tag == _FLOAT:
-                return constructor.construct_yaml_float(node)
-            if tag == _BOOL:
-                return constructor.construct_yaml_bool(node)
-            return constructor.construct_yaml_timestamp(node)
-        except (ValueError, OverflowError):
-            raise self.fail(
-                f"{self.here()}: {value!r} is not a valid {_short_tag(tag)[2:]}; fix it, or "
-                "quote it to keep it as text."
-            ) from None
-
-
-def _short_tag(tag: str) -> str:
-    return "!!" + tag.rsplit(":", 1)[-1] if tag.startswith("tag:yaml.org,2002:") else tag
-
-
-@functools.cache
-def _resolver() -> Any:
-    import yaml  # deferred: PyYAML (already loaded by load_yaml)
-
-    return yaml.resolver.Resolver()
-
-
-def _resolve(value: str) -> str:
-    """The tag YAML 1.1 gives a plain scalar (``010`` -> int)."""
-    import yaml  # deferred: PyYAML (already loaded by load_yaml)
-
-    if value and value[0].isalpha() and value.lower() not in _YAML_TYPED_WORDS:
-        return _STR  # the common case: a word, which no implicit resolver but these matches
-    return str(_resolver().resolve(yaml.ScalarNode, value, (True, False)))
-
-
-_YAML_TYPED_WORDS = frozenset("y yes n no true false on off null nan inf".split())
-
-
-@functools.cache
-def _constructor() -> Any:
-    import yaml  # deferred: PyYAML (already loaded by load_yaml)
-
-    return yaml.constructor.SafeConstructor()
-
-
-def load_json(text: str, what: str, *, limits: YamlLimits = LIMITS) -> Any:
-    """Parse JSON with numbers kept as written (:class:`Plain`), equal keys refused, and
-    nesting bounded (json.loads dies with RecursionError on deep input)."""
-
-    def pairs(items: list[tuple[str, Any]]) -> dict[str, Any]:
-        out: dict[str, Any] = {}
-        for key, value in items:
-            if key in out:
-                raise InvalidInput(f"{what}: field {key!r} is given twice; keep one.")
-            out[key] = value
-        return out
-
-    def constant(name: str) -> Any:
-        raise InvalidInput(f"{what}: {name} is not a JSON number; write it as text (in quotes).")
-
-    try:
-        data = json.loads(
-            text,
-            object_pairs_hook=pairs,
-            parse_int=lambda s: Plain(s, _INT),
-            parse_float=lambda s: Plain(s, _FLOAT),
-            parse_constant=constant,
-        )
-    except json.JSONDecodeError as exc:
-        raise InvalidInput(
-            f"{what}: malformed JSON at line {exc.lineno} ({exc.msg}); fix the JSON."
-        ) from None
-    except RecursionError:
-        data = None
-        depth = limits.max_depth + 1
-    else:
-        depth, nodes = _shape(data)
-        if nodes > limits.max_nodes:
-            raise InvalidInput(
-                f"{what}: over {limits.max_nodes} values (schema.md limits.max_nodes); "
-                "write a smaller document."
-            )
-    if depth > limits.max_depth:
-        raise InvalidInput(
-            f"{what}: nested over {limits.max_depth} levels deep (schema.md limits.max_depth); "
-            "flatten it."
-        )
-    return data
-
-
-def _shape(data: Any) -> tuple[int, int]:
-    """(depth, values) of parsed JSON: lists and mappings walked with a stack."""
-    deepest, nodes = 0, 0
-    stack = [(data, 0)]
-    while stack:
-        value, depth = stack.pop()
-        nodes += 1
-        if isinstance(value, dict):
-            value = list(value.values())
-        if isinstance(value, list):
-            deepest = max(deepest, depth + 1)
-            stack.extend((item, depth + 1) for item in value)
-    return deepest, nodes
 
 
 # --------------------------------------------------------------------------- the fast path
@@ -961,7 +635,7 @@ def _scalar(value: Any, key: str, what: str) -> str:
         if (
             key == "date"
             and isinstance(value, Plain)
-            and value.tag == _TIMESTAMP
+            and value.tag == TAG_TIMESTAMP
             and not DATE_RE.match(value)
         ):
             raise InvalidInput(f"{what}: date must be a day (YYYY-MM-DD), not a date and time.")
@@ -1100,7 +774,7 @@ def _plain(value: Any, key: str, what: str) -> Any:
     the entry, so they are refused here, where text becomes an entry.
     """
     if isinstance(value, Plain):
-        if value.tag in (_INT, _FLOAT) and len(value) > LIMITS.max_number_digits:
+        if value.tag in (TAG_INT, TAG_FLOAT) and len(value) > LIMITS.max_number_digits:
             raise InvalidInput(
                 f"{what}: field {key!r} holds a number of {len(value)} digits; write it as "
                 "text (in quotes) or shorten it."
@@ -1231,262 +905,6 @@ def check_id(entry_id: str) -> None:
         )
 
 
-# --------------------------------------------------------------------------- schema
-
-
-class Rule(NamedTuple):
-    """A per-type rule from schema.md: ``field`` needs ``min_items`` items for these origins."""
-
-    field: str
-    min_items: int = 1
-    origins: tuple[str, ...] = ()  # empty: every origin
-    fix: str = ""
-
-
-class TypeSpec(NamedTuple):
-    name: str
-    description: str = ""
-    rules: tuple[Rule, ...] = ()
-
-
-@dataclass(frozen=True)
-class Schema:
-    types: Mapping[str, TypeSpec]
-    required: tuple[str, ...] = ("type", "date", "summary", "domain")
-    statuses: tuple[str, ...] = STATUSES
-    origins: tuple[str, ...] = ORIGINS
-    roles: tuple[str, ...] = ROLES
-    relation_kinds: tuple[str, ...] = RELATION_KINDS
-    max_body_bytes: int = MAX_BODY_BYTES
-    max_summary_chars: int = 1000
-    max_text_chars: int = MAX_TEXT_CHARS
-    max_list_items: int = MAX_LIST_ITEMS
-    max_input_bytes: int = MAX_INPUT_BYTES
-    max_depth: int = LIMITS.max_depth
-    max_nodes: int = LIMITS.max_nodes
-    max_alias_nodes: int = LIMITS.max_alias_nodes
-    review_after_days: int = 365
-    when_to_write: str = ""
-    when_not_to_write: str = ""
-
-    @property
-    def yaml_limits(self) -> YamlLimits:
-        return YamlLimits(self.max_depth, self.max_nodes, self.max_alias_nodes)
-
-
-_SCHEMA_BLOCK_RE = re.compile(r"^```ya?ml[ \t]*\n(.*?)^```", re.MULTILINE | re.DOTALL)
-
-
-def parse_schema(text: str, what: str = "schema.md") -> Schema:
-    """Read the machine-read YAML block (the first ```yaml fence) of schema.md."""
-    return schema_from_data(schema_data(text, what), what)
-
-
-def schema_data(text: str, what: str = "schema.md") -> Any:
-    """The YAML block of schema.md as plain data."""
-    match = _SCHEMA_BLOCK_RE.search(text)
-    if match is None:
-        raise InvalidInput(
-            f"{what} has no ```yaml block; restore the block (git checkout), or copy it from the schema.md of a new `llm-wiki init`."
-        )
-    return load_yaml(match.group(1), what)
-
-
-def schema_from_data(data: Any, what: str = "schema.md") -> Schema:
-    if not isinstance(data, dict) or not isinstance(data.get("types"), dict) or not data["types"]:
-        raise InvalidInput(
-            f"{what}: the YAML block needs a 'types' mapping with at least one type."
-        )
-    types: dict[str, TypeSpec] = {}
-    for name, spec in data["types"].items():
-        spec = spec or {}
-        rules = tuple(
-            Rule(
-                field=str(r["field"]),
-                min_items=int(r.get("min_items", 1)),
-                origins=tuple(r.get("origins") or ()),
-                fix=str(r.get("fix", "")),
-            )
-            for r in spec.get("rules") or ()
-        )
-        types[str(name)] = TypeSpec(str(name), str(spec.get("description", "")).strip(), rules)
-    limits = data.get("limits") or {}
-    if not isinstance(limits, dict):
-        raise InvalidInput(f"{what}: limits must be a mapping of names to numbers.")
-
-    def number(source: Mapping[str, Any], key: str, default: int, where: str = "limits.") -> int:
-        value = source.get(key, default)
-        if type(value) is not int or value < 0:
-            raise InvalidInput(
-                f"{what}: {where}{key} must be a whole number (it is {value!r}); fix the YAML block."
-            )
-        return value
-
-    return Schema(
-        types=types,
-        required=tuple(data.get("required") or Schema.required),
-        statuses=tuple(data.get("statuses") or STATUSES),
-        origins=tuple(data.get("origins") or ORIGINS),
-        roles=tuple(data.get("roles") or ROLES),
-        relation_kinds=tuple(data.get("relation_kinds") or RELATION_KINDS),
-        max_body_bytes=number(limits, "max_body_bytes", MAX_BODY_BYTES),
-        max_summary_chars=number(limits, "max_summary_chars", 1000),
-        max_text_chars=number(limits, "max_text_chars", MAX_TEXT_CHARS),
-        max_list_items=number(limits, "max_list_items", MAX_LIST_ITEMS),
-        max_input_bytes=number(limits, "max_input_bytes", MAX_INPUT_BYTES),
-        max_depth=number(limits, "max_depth", LIMITS.max_depth),
-        max_nodes=number(limits, "max_nodes", LIMITS.max_nodes),
-        max_alias_nodes=number(limits, "max_alias_nodes", LIMITS.max_alias_nodes),
-        review_after_days=number(data, "review_after_days", 365, ""),
-        when_to_write=str(data.get("when_to_write", "")).strip(),
-        when_not_to_write=str(data.get("when_not_to_write", "")).strip(),
-    )
-
-
-class Problem(NamedTuple):
-    field: str
-    message: str
-
-
-_FLAG = {
-    "type": "--type",
-    "summary": "--summary",
-    "domain": "--domain",
-    "date": "--date",
-    "scope": "--scope",
-    "status": "--status",
-    "origin": "origin",
-}
-
-
-def check_entry(entry: Entry, schema: Schema) -> list[Problem]:
-    """Every way ``entry`` breaks schema.md (empty list: it is valid). Ids are checked apart."""
-    problems: list[Problem] = []
-
-    def bad(fld: str, message: str) -> None:
-        problems.append(Problem(fld, message))
-
-    for fld in schema.required:
-        value = getattr(entry, fld, None) if fld in KNOWN_FIELDS else entry.get_extra(fld)
-        if value in (None, "", ()):
-            flag = _FLAG.get(fld, fld)
-            bad(fld, f"{fld} is required (schema.md); pass {flag} {_EXAMPLE.get(fld, 'VALUE')}.")
-    if entry.type and entry.type not in schema.types:
-        bad(
-            "type",
-            f"type {entry.type!r} is not one of {', '.join(sorted(schema.types))} (schema.md); "
-            "pass --type with one of them.",
-        )
-    if entry.date and not valid_date(entry.date):
-        bad("date", f"date {entry.date!r} is not an ISO date; use YYYY-MM-DD, e.g. 2026-05-02.")
-    for fld in ("domain", "scope"):
-        value = getattr(entry, fld)
-        if value and not NAME_RE.match(value):
-            bad(
-                fld,
-                f"{fld} {value!r} must be lowercase letters, digits and hyphens, "
-                f"e.g. {_EXAMPLE[fld]}.",
-            )
-    if entry.status not in schema.statuses:
-        hint = (
-            " ('superseded' is derived: write a new entry with --supersedes)"
-            if (entry.status == "superseded")
-            else ""
-        )
-        bad(
-            "status",
-            f"status {entry.status!r} is not one of {', '.join(schema.statuses)}{hint}.",
-        )
-    if entry.origin not in schema.origins:
-        bad("origin", f"origin {entry.origin!r} is not one of {', '.join(schema.origins)}.")
-    if len(entry.summary) > schema.max_summary_chars:
-        bad(
-            "summary",
-            f"summary is {len(entry.summary)} characters, over {schema.max_summary_chars}; "
-            "shorten it and put details in the body.",
-        )
-    for fld in (*LIST_FIELDS, "alternatives_considered"):
-        items = getattr(entry, fld)
-        if len(items) > schema.max_list_items:
-            bad(
-                fld,
-                f"{fld} has {len(items)} items, over {schema.max_list_items} (schema.md "
-                "limits.max_list_items); keep the few that matter.",
-            )
-            continue
-        texts = (
-            (t for a in items for t in (a.id, a.rejected_because))
-            if fld == "alternatives_considered"
-            else items
-        )
-        for text in texts:
-            if len(text) > schema.max_text_chars:
-                bad(
-                    fld,
-                    f"an item of {fld} is {len(text)} characters, over {schema.max_text_chars} "
-                    "(schema.md limits.max_text_chars); shorten it, details go in the body.",
-                )
-                break
-    size = len(entry.body.encode())
-    if size > schema.max_body_bytes:
-        bad(
-            "body",
-            f"body is {size} bytes, over the {schema.max_body_bytes}-byte limit (schema.md "
-            "limits.max_body_bytes); keep the body short and store big sources with "
-            "`llm-wiki ingest`.",
-        )
-    if entry.date_source and entry.date_source not in DATE_SOURCES:
-        bad(
-            "date_source",
-            f"date_source {entry.date_source!r} is not one of {', '.join(DATE_SOURCES)}.",
-        )
-    for role, names in entry.roles:
-        if role not in schema.roles:
-            bad("roles", f"role {role!r} is not one of {', '.join(schema.roles)} (schema.md).")
-        for name in names:
-            if name not in entry.actors:
-                bad("roles", f"roles: {name!r} ({role}) is not among the actors; add it there.")
-    for rel in entry.relates:
-        if rel.kind not in schema.relation_kinds:
-            bad(
-                "relates",
-                f"relates kind {rel.kind!r} is not one of {', '.join(schema.relation_kinds)} "
-                "(schema.md).",
-            )
-        if entry.id and rel.id == entry.id:
-            bad("relates", f"entry {entry.id} cannot relate to itself; remove it from relates.")
-    if entry.id and entry.id in entry.supersedes:
-        bad("supersedes", f"entry {entry.id} cannot supersede itself; remove it from --supersedes.")
-    spec = schema.types.get(entry.type)
-    for rule in spec.rules if spec else ():
-        if rule.origins and entry.origin not in rule.origins:
-            continue
-        value = (
-            getattr(entry, rule.field, None)
-            if rule.field in KNOWN_FIELDS
-            else (entry.get_extra(rule.field))
-        )
-        count = len(value) if isinstance(value, (tuple, list, str)) else (0 if value is None else 1)
-        if count < rule.min_items:
-            who = f"{'/'.join(rule.origins)} " if rule.origins else ""
-            fix = rule.fix or f"add {rule.field}"
-            bad(
-                rule.field,
-                f"an {who}{entry.type} needs at least {rule.min_items} {rule.field} item"
-                f"{'s' if rule.min_items != 1 else ''} (schema.md); {fix}.",
-            )
-    return problems
-
-
-_EXAMPLE = {
-    "type": "decision",
-    "summary": "'What was decided, in one sentence'",
-    "domain": "platform",
-    "scope": "shared",
-    "date": "2026-05-02",
-}
-
-
 def valid_date(value: str) -> bool:
     """YYYY-MM-DD, and a real day."""
     if not DATE_RE.match(value):
@@ -1496,12 +914,6 @@ def valid_date(value: str) -> bool:
     except ValueError:
         return False
     return True
-
-
-def require_valid(entry: Entry, schema: Schema) -> None:
-    problems = check_entry(entry, schema)
-    if problems:
-        raise InvalidInput(problems[0].message)
 
 
 def as_tuple(values: Sequence[str] | None) -> tuple[str, ...]:

@@ -34,10 +34,11 @@ import llm_wiki.store as store
 from llm_wiki.access import Viewer
 from llm_wiki.catalog import Row, read_catalog
 from llm_wiki.citations import find_quote
-from llm_wiki.entries import PLACEHOLDER_REASON, Entry, check_entry
+from llm_wiki.entries import PLACEHOLDER_REASON, Entry
 from llm_wiki.errors import WikiError
 from llm_wiki.prompts import json_object, render_prompt
 from llm_wiki.reads import read_entry
+from llm_wiki.schema import check_entry
 from llm_wiki.verify import verify
 from llm_wiki.wiki import Wiki
 

@@ -18,6 +18,8 @@ if TYPE_CHECKING:
 
 @dataclass(frozen=True)
 class Shown:
+    """One entry as ``show`` gives it: its catalog row, the parsed entry, the file's text."""
+
     row: Row
     entry: Entry
     text: str
@@ -81,6 +83,8 @@ def read_entry(wiki: Wiki, row: Row) -> tuple[Entry, str]:
 
 @dataclass(frozen=True)
 class Page:
+    """One page of ``list``: its rows, how many match in all, where the page starts."""
+
     rows: tuple[Row, ...]
     total: int
     offset: int

@@ -17,9 +17,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from llm_wiki.entries import load_yaml, split_frontmatter
+from llm_wiki.entries import split_frontmatter
 from llm_wiki.errors import InvalidInput, WikiError
 from llm_wiki.files import atomic_write
+from llm_wiki.yaml_input import load_yaml
 
 SKILLS = Path(__file__).parent / "skills"
 FIELDS = ("name", "description", "license", "compatibility", "metadata", "allowed-tools")

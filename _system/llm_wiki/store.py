@@ -53,20 +53,31 @@ def iter_entry_months(
     """Each ``entries/YYYY/MM/`` folder (in order) with its ``*.md`` files as (name, mtime_ns,
     size), sorted by name (``stat`` False: mtime and size 0, for a caller that reads them all
     anyway)."""
+    for month, path in iter_month_dirs(wiki):
+        yield month, month_files(path, stat=stat)
+
+
+def iter_month_dirs(wiki: Wiki) -> Iterator[tuple[str, str]]:
+    """Each ``entries/YYYY/MM/`` folder, in order: (``entries/YYYY/MM/``, its path)."""
     for year, year_path in _sorted_dirs(wiki.entries_dir):
         for month, month_path in _sorted_dirs(year_path):
-            files = []
-            with os.scandir(month_path) as it:
-                for e in it:
-                    name = e.name
-                    if name[-3:] == ".md" and name[0] != ".":
-                        if stat:
-                            st = e.stat()
-                            files.append((name, st.st_mtime_ns, st.st_size))
-                        else:
-                            files.append((name, 0, 0))
-            files.sort()
-            yield f"entries/{year}/{month}/", files
+            yield f"entries/{year}/{month}/", month_path
+
+
+def month_files(path: str, *, stat: bool = True) -> list[tuple[str, int, int]]:
+    """One month folder's ``*.md`` files as (name, mtime_ns, size), sorted by name."""
+    files = []
+    with os.scandir(path) as it:
+        for e in it:
+            name = e.name
+            if name[-3:] == ".md" and name[0] != ".":
+                if stat:
+                    st = e.stat()
+                    files.append((name, st.st_mtime_ns, st.st_size))
+                else:
+                    files.append((name, 0, 0))
+    files.sort()
+    return files
 
 
 def iter_entry_files(wiki: Wiki, *, stat: bool = True) -> Iterator[tuple[str, int, int]]:

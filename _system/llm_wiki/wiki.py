@@ -9,11 +9,15 @@ import os
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from llm_wiki.entries import Schema, decode_text, load_yaml, schema_data, schema_from_data
+from llm_wiki.entries import decode_text
 from llm_wiki.errors import InvalidInput, WikiError
 from llm_wiki.files import atomic_write
+from llm_wiki.yaml_input import load_yaml
+
+if TYPE_CHECKING:
+    from llm_wiki.schema import Schema
 
 ENV_DIR = "LLM_WIKI_DIR"
 TEMPLATES = Path(__file__).parent / "templates"
@@ -24,6 +28,8 @@ IGNORABLE = {".git", ".DS_Store", ".gitignore", ".gitattributes"}
 
 @dataclass(frozen=True)
 class Wiki:
+    """A wiki folder: where its files live, its settings and its schema."""
+
     root: Path
 
     def __post_init__(self) -> None:
@@ -71,6 +77,8 @@ class Wiki:
     # -- configuration
     @functools.cached_property
     def schema(self) -> Schema:
+        from llm_wiki.schema import schema_data, schema_from_data  # deferred: reads need no rules
+
         try:
             data = self._cached(self.schema_path, schema_data)
         except FileNotFoundError:

@@ -27,15 +27,17 @@ from llm_wiki.entries import (
     check_id,
     dump_entry,
     entry_from_mapping,
-    require_valid,
 )
 from llm_wiki.errors import InvalidInput, WikiError, os_failure, storage_failure
 from llm_wiki.files import create_no_clobber, fsync_dir, sweep_temp
+from llm_wiki.schema import require_valid
 from llm_wiki.wiki import Wiki
 
 
 @dataclass(frozen=True)
 class WriteResult:
+    """What ``write`` recorded (or, dry run, would record)."""
+
     id: str
     path: str
     sha256: str

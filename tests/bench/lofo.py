@@ -8,7 +8,7 @@ ones chosen with all four folders (the setting a held-out folder would get).
 
 Two choices, made separately because they touch different things:
 
-- **ranking** (:data:`GRID`): RRF's k, how many leading candidates a question about now (or
+- **ranking** (:data:`GRID`): whether BM25F orders the lexical pool, RRF's k, how many leading candidates a question about now (or
   then) also ranks by date, whether a newer entry about the same thing moves up within the
   window, the column weights. Objective: MRR + current_first on the training questions.
 - **nothing found**: the lexical floor (``HELD_FLOOR``) and, with vectors, the cosine floor.
@@ -43,6 +43,7 @@ FOLDERS: dict[str, tuple[str, ...]] = {
 FLAT = (1.0, 1.0, 1.0, 1.0, 1.0, 1.0)
 FIELDS = (2.0, 1.0, 2.0, 2.0, 0.5, 1.0)  # summary, tags, aliases, questions, domain, body
 GRID: dict[str, tuple[Any, ...]] = {
+    "BM25F": (True, False),
     "RRF_K": (20, 60),
     "TIME_DEPTH": (0, 5, 10),
     "NEWER_FIRST": (False, True),
@@ -68,10 +69,11 @@ def setting(params: dict[str, Any], embeddings: bool = False) -> Iterator[None]:
     from llm_wiki import ranking
     from llm_wiki.ranking import lexical
 
-    if embeddings and "TIME_DEPTH" in params:  # with vectors the depth has its own constant
-        params = {**params, "TIME_DEPTH_SEMANTIC": params["TIME_DEPTH"]}
-        params.pop("TIME_DEPTH")
-    where = {"COLUMN_WEIGHTS": lexical}
+    for name in ("TIME_DEPTH", "BM25F", "COLUMN_WEIGHTS"):  # with vectors: their own constants
+        if embeddings and name in params:
+            params = {**params, f"{name}_SEMANTIC": params[name]}
+            params.pop(name)
+    where = {"COLUMN_WEIGHTS": lexical, "COLUMN_WEIGHTS_SEMANTIC": lexical}
     saved = {k: getattr(where.get(k, ranking), k) for k in params}
     for k, v in params.items():
         setattr(where.get(k, ranking), k, v)
@@ -188,6 +190,7 @@ def choose_floors(runs: list[Run], embeddings: bool) -> tuple[float, float]:
 def label(params: dict[str, Any]) -> str:
     w = "fields" if params["COLUMN_WEIGHTS"] == FIELDS else "flat"
     return (
+        f"{'bm25f' if params.get('BM25F', True) else 'fts5-bm25'} "
         f"k={params['RRF_K']} time={params['TIME_DEPTH']} "
         f"newer={'y' if params['NEWER_FIRST'] else 'n'} {w}"
     )

@@ -21,8 +21,9 @@ from llm_wiki.adr.markdown import (
     strip_md,
 )
 from llm_wiki.adr.options import alternatives, chosen_name
-from llm_wiki.entries import Alternative, load_yaml, split_frontmatter
+from llm_wiki.entries import Alternative, split_frontmatter
 from llm_wiki.errors import InvalidInput
+from llm_wiki.yaml_input import load_yaml
 
 _STATUS_WORDS = (
     ("superseded", "superseded"),

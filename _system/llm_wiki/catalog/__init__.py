@@ -35,7 +35,6 @@ from llm_wiki.catalog.db import (
     create_db,
     render_line,
 )
-from llm_wiki.catalog.index_md import expected_files, stale_index_files
 from llm_wiki.catalog.refresh import (
     Parsed,
     add_written,
@@ -200,6 +199,8 @@ def _drop_catalog(wiki: Wiki) -> None:
 
 @dataclass(frozen=True)
 class IndexResult:
+    """What ``llm-wiki index`` (or ``--check``) found and did."""
+
     entries: int
     parsed: int
     removed: int
@@ -270,6 +271,11 @@ def check_index(wiki: Wiki) -> IndexResult:
     the wiki: the fresh catalog is built in a temp file (in memory, its full-text index of every
     body would grow with the wiki)."""
     import tempfile  # deferred: only `index --check` needs a scratch folder
+
+    from llm_wiki.catalog.index_md import (  # deferred: only a check renders every file
+        expected_files,
+        stale_index_files,
+    )
 
     scratch = tempfile.TemporaryDirectory(prefix="llm-wiki-check-")
     fresh_db = create_db(os.path.join(scratch.name, "catalog.sqlite3"))

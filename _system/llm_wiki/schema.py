@@ -1,0 +1,292 @@
+"""schema.md as rules: the types, the fields each needs, the allowed values and the limits,
+and :func:`check_entry`, which applies them to an entry (what ``write`` refuses and ``lint``
+reports). Only the code that checks entries against a wiki's rules loads it; reading entries
+(``show``, ``list``, a build) does not.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any, NamedTuple
+
+from llm_wiki.entries import (
+    DATE_SOURCES,
+    KNOWN_FIELDS,
+    LIST_FIELDS,
+    MAX_BODY_BYTES,
+    MAX_INPUT_BYTES,
+    MAX_LIST_ITEMS,
+    MAX_TEXT_CHARS,
+    NAME_RE,
+    ORIGINS,
+    RELATION_KINDS,
+    ROLES,
+    STATUSES,
+    Entry,
+    valid_date,
+)
+from llm_wiki.errors import InvalidInput
+from llm_wiki.yaml_input import LIMITS, YamlLimits, load_yaml
+
+
+class Rule(NamedTuple):
+    """A per-type rule from schema.md: ``field`` needs ``min_items`` items for these origins."""
+
+    field: str
+    min_items: int = 1
+    origins: tuple[str, ...] = ()  # empty: every origin
+    fix: str = ""
+
+
+class TypeSpec(NamedTuple):
+    name: str
+    description: str = ""
+    rules: tuple[Rule, ...] = ()
+
+
+@dataclass(frozen=True)
+class Schema:
+    """schema.md as rules: the types, the fields each needs, the allowed values, the limits."""
+
+    types: Mapping[str, TypeSpec]
+    required: tuple[str, ...] = ("type", "date", "summary", "domain")
+    statuses: tuple[str, ...] = STATUSES
+    origins: tuple[str, ...] = ORIGINS
+    roles: tuple[str, ...] = ROLES
+    relation_kinds: tuple[str, ...] = RELATION_KINDS
+    max_body_bytes: int = MAX_BODY_BYTES
+    max_summary_chars: int = 1000
+    max_text_chars: int = MAX_TEXT_CHARS
+    max_list_items: int = MAX_LIST_ITEMS
+    max_input_bytes: int = MAX_INPUT_BYTES
+    max_depth: int = LIMITS.max_depth
+    max_nodes: int = LIMITS.max_nodes
+    max_alias_nodes: int = LIMITS.max_alias_nodes
+    review_after_days: int = 365
+    when_to_write: str = ""
+    when_not_to_write: str = ""
+
+    @property
+    def yaml_limits(self) -> YamlLimits:
+        return YamlLimits(self.max_depth, self.max_nodes, self.max_alias_nodes)
+
+
+_SCHEMA_BLOCK_RE = re.compile(r"^```ya?ml[ \t]*\n(.*?)^```", re.MULTILINE | re.DOTALL)
+
+
+def parse_schema(text: str, what: str = "schema.md") -> Schema:
+    """Read the machine-read YAML block (the first ```yaml fence) of schema.md."""
+    return schema_from_data(schema_data(text, what), what)
+
+
+def schema_data(text: str, what: str = "schema.md") -> Any:
+    """The YAML block of schema.md as plain data."""
+    match = _SCHEMA_BLOCK_RE.search(text)
+    if match is None:
+        raise InvalidInput(
+            f"{what} has no ```yaml block; restore the block (git checkout), or copy it from the schema.md of a new `llm-wiki init`."
+        )
+    return load_yaml(match.group(1), what)
+
+
+def schema_from_data(data: Any, what: str = "schema.md") -> Schema:
+    if not isinstance(data, dict) or not isinstance(data.get("types"), dict) or not data["types"]:
+        raise InvalidInput(
+            f"{what}: the YAML block needs a 'types' mapping with at least one type."
+        )
+    types: dict[str, TypeSpec] = {}
+    for name, spec in data["types"].items():
+        spec = spec or {}
+        rules = tuple(
+            Rule(
+                field=str(r["field"]),
+                min_items=int(r.get("min_items", 1)),
+                origins=tuple(r.get("origins") or ()),
+                fix=str(r.get("fix", "")),
+            )
+            for r in spec.get("rules") or ()
+        )
+        types[str(name)] = TypeSpec(str(name), str(spec.get("description", "")).strip(), rules)
+    limits = data.get("limits") or {}
+    if not isinstance(limits, dict):
+        raise InvalidInput(f"{what}: limits must be a mapping of names to numbers.")
+
+    def number(source: Mapping[str, Any], key: str, default: int, where: str = "limits.") -> int:
+        value = source.get(key, default)
+        if type(value) is not int or value < 0:
+            raise InvalidInput(
+                f"{what}: {where}{key} must be a whole number (it is {value!r}); fix the YAML block."
+            )
+        return value
+
+    return Schema(
+        types=types,
+        required=tuple(data.get("required") or Schema.required),
+        statuses=tuple(data.get("statuses") or STATUSES),
+        origins=tuple(data.get("origins") or ORIGINS),
+        roles=tuple(data.get("roles") or ROLES),
+        relation_kinds=tuple(data.get("relation_kinds") or RELATION_KINDS),
+        max_body_bytes=number(limits, "max_body_bytes", MAX_BODY_BYTES),
+        max_summary_chars=number(limits, "max_summary_chars", 1000),
+        max_text_chars=number(limits, "max_text_chars", MAX_TEXT_CHARS),
+        max_list_items=number(limits, "max_list_items", MAX_LIST_ITEMS),
+        max_input_bytes=number(limits, "max_input_bytes", MAX_INPUT_BYTES),
+        max_depth=number(limits, "max_depth", LIMITS.max_depth),
+        max_nodes=number(limits, "max_nodes", LIMITS.max_nodes),
+        max_alias_nodes=number(limits, "max_alias_nodes", LIMITS.max_alias_nodes),
+        review_after_days=number(data, "review_after_days", 365, ""),
+        when_to_write=str(data.get("when_to_write", "")).strip(),
+        when_not_to_write=str(data.get("when_not_to_write", "")).strip(),
+    )
+
+
+class Problem(NamedTuple):
+    field: str
+    message: str
+
+
+_FLAG = {
+    "type": "--type",
+    "summary": "--summary",
+    "domain": "--domain",
+    "date": "--date",
+    "scope": "--scope",
+    "status": "--status",
+    "origin": "origin",
+}
+
+
+def check_entry(entry: Entry, schema: Schema) -> list[Problem]:
+    """Every way ``entry`` breaks schema.md (empty list: it is valid). Ids are checked apart."""
+    problems: list[Problem] = []
+
+    def bad(fld: str, message: str) -> None:
+        problems.append(Problem(fld, message))
+
+    for fld in schema.required:
+        value = getattr(entry, fld, None) if fld in KNOWN_FIELDS else entry.get_extra(fld)
+        if value in (None, "", ()):
+            flag = _FLAG.get(fld, fld)
+            bad(fld, f"{fld} is required (schema.md); pass {flag} {_EXAMPLE.get(fld, 'VALUE')}.")
+    if entry.type and entry.type not in schema.types:
+        bad(
+            "type",
+            f"type {entry.type!r} is not one of {', '.join(sorted(schema.types))} (schema.md); "
+            "pass --type with one of them.",
+        )
+    if entry.date and not valid_date(entry.date):
+        bad("date", f"date {entry.date!r} is not an ISO date; use YYYY-MM-DD, e.g. 2026-05-02.")
+    for fld in ("domain", "scope"):
+        value = getattr(entry, fld)
+        if value and not NAME_RE.match(value):
+            bad(
+                fld,
+                f"{fld} {value!r} must be lowercase letters, digits and hyphens, "
+                f"e.g. {_EXAMPLE[fld]}.",
+            )
+    if entry.status not in schema.statuses:
+        hint = (
+            " ('superseded' is derived: write a new entry with --supersedes)"
+            if (entry.status == "superseded")
+            else ""
+        )
+        bad(
+            "status",
+            f"status {entry.status!r} is not one of {', '.join(schema.statuses)}{hint}.",
+        )
+    if entry.origin not in schema.origins:
+        bad("origin", f"origin {entry.origin!r} is not one of {', '.join(schema.origins)}.")
+    if len(entry.summary) > schema.max_summary_chars:
+        bad(
+            "summary",
+            f"summary is {len(entry.summary)} characters, over {schema.max_summary_chars}; "
+            "shorten it and put details in the body.",
+        )
+    for fld in (*LIST_FIELDS, "alternatives_considered"):
+        items = getattr(entry, fld)
+        if len(items) > schema.max_list_items:
+            bad(
+                fld,
+                f"{fld} has {len(items)} items, over {schema.max_list_items} (schema.md "
+                "limits.max_list_items); keep the few that matter.",
+            )
+            continue
+        texts = (
+            (t for a in items for t in (a.id, a.rejected_because))
+            if fld == "alternatives_considered"
+            else items
+        )
+        for text in texts:
+            if len(text) > schema.max_text_chars:
+                bad(
+                    fld,
+                    f"an item of {fld} is {len(text)} characters, over {schema.max_text_chars} "
+                    "(schema.md limits.max_text_chars); shorten it, details go in the body.",
+                )
+                break
+    size = len(entry.body.encode())
+    if size > schema.max_body_bytes:
+        bad(
+            "body",
+            f"body is {size} bytes, over the {schema.max_body_bytes}-byte limit (schema.md "
+            "limits.max_body_bytes); keep the body short and store big sources with "
+            "`llm-wiki ingest`.",
+        )
+    if entry.date_source and entry.date_source not in DATE_SOURCES:
+        bad(
+            "date_source",
+            f"date_source {entry.date_source!r} is not one of {', '.join(DATE_SOURCES)}.",
+        )
+    for role, names in entry.roles:
+        if role not in schema.roles:
+            bad("roles", f"role {role!r} is not one of {', '.join(schema.roles)} (schema.md).")
+        for name in names:
+            if name not in entry.actors:
+                bad("roles", f"roles: {name!r} ({role}) is not among the actors; add it there.")
+    for rel in entry.relates:
+        if rel.kind not in schema.relation_kinds:
+            bad(
+                "relates",
+                f"relates kind {rel.kind!r} is not one of {', '.join(schema.relation_kinds)} "
+                "(schema.md).",
+            )
+        if entry.id and rel.id == entry.id:
+            bad("relates", f"entry {entry.id} cannot relate to itself; remove it from relates.")
+    if entry.id and entry.id in entry.supersedes:
+        bad("supersedes", f"entry {entry.id} cannot supersede itself; remove it from --supersedes.")
+    spec = schema.types.get(entry.type)
+    for rule in spec.rules if spec else ():
+        if rule.origins and entry.origin not in rule.origins:
+            continue
+        value = (
+            getattr(entry, rule.field, None)
+            if rule.field in KNOWN_FIELDS
+            else (entry.get_extra(rule.field))
+        )
+        count = len(value) if isinstance(value, (tuple, list, str)) else (0 if value is None else 1)
+        if count < rule.min_items:
+            who = f"{'/'.join(rule.origins)} " if rule.origins else ""
+            fix = rule.fix or f"add {rule.field}"
+            bad(
+                rule.field,
+                f"an {who}{entry.type} needs at least {rule.min_items} {rule.field} item"
+                f"{'s' if rule.min_items != 1 else ''} (schema.md); {fix}.",
+            )
+    return problems
+
+
+_EXAMPLE = {
+    "type": "decision",
+    "summary": "'What was decided, in one sentence'",
+    "domain": "platform",
+    "scope": "shared",
+    "date": "2026-05-02",
+}
+
+
+def require_valid(entry: Entry, schema: Schema) -> None:
+    problems = check_entry(entry, schema)
+    if problems:
+        raise InvalidInput(problems[0].message)
