@@ -407,6 +407,95 @@ def test_elastisys_cons_are_the_reasons_and_lint_counts_the_placeholders(cli):
     assert counted[0]["message"].startswith(f"{out['alternatives']['placeholder']} alternatives in")
 
 
+def test_renamed_pros_and_cons_headings_pair_with_their_options(cli, tmp_path):
+    names = (
+        "0020-use-Jackson-to-parse-study-yml.md",  # "Self-written parser" argued under "Own parser"
+        "0056-OCR-engine-selection.md",  # "PaddleOCR-VL model via llama.cpp …" vs "llama.cpp"
+        "0065-download-url-input-files.md",  # every heading renamed: paired by place
+    )
+    imported(cli, copy(JABREF, tmp_path / "jabref", *names), "--domain", "jabref")
+    entries = by_file(cli)
+    yaml = {
+        a["id"]: a["rejected_because"] for a in one(entries, names[0])["alternatives_considered"]
+    }
+    assert (
+        yaml["self-written-parser"] == "because high effort; because has to be tested extensively"
+    )
+    ocr = {
+        a["id"]: a["rejected_because"] for a in one(entries, names[1])["alternatives_considered"]
+    }
+    paddle = ocr["paddleocr-vl-model-via-llama-cpp-http-api-apache-2-0"]
+    assert paddle.startswith("because llama.cpp PR 16701 is recent and less tested")
+    assert ocr["llama-cpp-http-api-mit"] != paddle
+    url = {
+        a["id"]: a["rejected_because"] for a in one(entries, names[2])["alternatives_considered"]
+    }
+    assert url["special-case-url-handling-only-in-the-convert-command"].startswith(
+        "because it recreates the exact per-command inconsistency that ADR-0057 removed"
+    )
+    assert url["detect-and-download-the-url-inside-a-picocli-itypeconverter"].startswith(
+        "because converter exceptions are wrapped as picocli ParameterExceptions"
+    )
+
+
+def test_an_option_no_heading_argues_is_never_guessed_a_heading(cli, tmp_path):
+    # three options, two headings: "Do not include anything of RACI" shares no heading's own
+    # words ("Include all fields of RACI" is about all fields), so it keeps the placeholder
+    imported(cli, copy(MADR, tmp_path / "madr", "0015-include-consulting-informed-of-raci.md"))
+    (raci,) = by_file(cli).values()
+    alts = {a["id"]: a["rejected_because"] for a in raci["alternatives_considered"]}
+    assert alts["do-not-include-anything-of-raci"] == "not chosen (the record gives no reason)"
+    assert alts["include-all-fields-of-raci"] != alts["do-not-include-anything-of-raci"]
+
+
+def test_long_option_names_alike_in_their_first_words_keep_distinct_ids(cli, tmp_path):
+    folder = copy(
+        ELASTISYS,
+        tmp_path / "ck8s",
+        "0037-enforce-ttl-on-jobs.md",
+        "0043-rclone-and-encryption-adhere-cryptography-policy.md",
+    )
+    imported(cli, folder, "--domain", "ck8s")
+    entries = by_file(cli)
+    ttl = [a["id"] for a in one(entries, "0037-enforce-ttl-on-jobs.md")["alternatives_considered"]]
+    # option 3 won ("…, aka update Job spec if not set."); option 4 says more and is its own
+    assert ttl == [
+        "do-nothing",
+        "enforce-ttl-via-gatekeeper-aka-reject-if-not-set-in-job-spec",
+        "enforce-ttl-via-gatekeeper-mutation-aka-update-job-spec-if-not-set-and-lower",
+    ]
+    rclone = one(entries, "0043-rclone-and-encryption-adhere-cryptography-policy.md")
+    alts = {a["id"]: a["rejected_because"] for a in rclone["alternatives_considered"]}
+    assert len(alts) == 3  # options 1, 3 and 4; none dropped as a duplicate id
+    compliant = alts[
+        "use-rclone-to-replicate-the-data-from-our-primary-infrastructure-provider-to-secondary-compliant"
+    ]
+    assert compliant.startswith("We investigated this with Infrastructure Providers, but found")
+
+
+def test_option_ids_are_distinct_and_the_same_every_time():
+    from llm_wiki.adr.options import option_ids
+
+    names = [
+        "Replace the internal # in JabRef by the non-used character §",
+        "Replace the internal # in JabRef by the non-used character %",
+        "Use heading together with a bullet list directly after status",
+        'Use heading together with a bullet list directly after "Decision Outcome"',
+        "Short",
+    ]
+    ids = option_ids(names)
+    assert ids == option_ids(names) and len(set(ids)) == len(ids)
+    assert ids[2:] == [
+        "use-heading-together-with-a-bullet-list-directly-after-status",
+        "use-heading-together-with-a-bullet-list-directly-after-decision",
+        "short",
+    ]
+    assert ids[:2] == [  # whole names alike once their marks are gone: numbered by place
+        "replace-the-internal-in-jabref-by-the-non-used-character-1",
+        "replace-the-internal-in-jabref-by-the-non-used-character-2",
+    ]
+
+
 # --------------------------------------------------------------------------- people and numbers
 
 

@@ -14,7 +14,12 @@ What a question asks is read from its shape (:func:`question_kind`):
 - ``why``: the decision stated in full (a "Chosen option: X, because …" sentence with its
   because-clause or its list of reasons), then the reasons: the decision's own causal
   sentences, its good consequences and the chosen option's pros, the consequences, then the
-  context's causal sentences; the question's words only break ties;
+  context's causal sentences; the question's words only break ties. A sentence gives a reason
+  by saying so ("because", "so that", "in order to", "to avoid", "the main reason", "this
+  allows", "due to", …), less surely by weighing ("mature", "burden", "lock-in", …), by being
+  a point of a list the record opens as reasons ("… because:", "the downsides …:", "… as:"),
+  whole when short, or by the context turning to the problem ("However, …"); the decision's
+  other sentences that give no reason say what, not why, and wait;
 - ``why-not`` ("why not X", "what was wrong with X"): the option the question names, with its
   cons and the sentences that argue against it; then the decision and its reasons;
 - ``alternatives``: each rejected option with its first con (else the record's reason), then the
@@ -38,6 +43,8 @@ from dataclasses import dataclass
 from llm_wiki.adr.markdown import (
     HEADING_RE,
     LIST_ITEM_RE,
+    drop_comments,
+    lines_outside_fences,
     paragraphs,
     plain_title,
     sentences,
@@ -48,6 +55,7 @@ from llm_wiki.entries import PLACEHOLDER_REASON, Entry
 
 ANSWER_TOKENS = 320  # the answer's cap (about 1,200 characters)
 REASON_SENTENCES = 4
+REASON_LIST_MAX = 6  # a record's own list of reasons is quoted whole up to this many points
 
 _CAUSAL = re.compile(
     r"\b(?:because|since|so that|in order to|as a result|therefore|thus|hence|reasons?|due to|"
@@ -57,10 +65,32 @@ _CAUSAL = re.compile(
     r"no longer|instead|rather than|fits?|choice|prefer(?:red)?|supports?|why)\b",
     re.I,
 )
+# A sentence that gives a cause or a purpose in so many words (stronger than _CAUSAL's words).
+_CAUSE = re.compile(
+    r"\b(?:because|since\s+(?!when\b)|so\s+that|in\s+order\s+(?:to|for)|so\s+as\s+to|"
+    r"to\s+(?:avoid|prevent|reduce|simplify|ensure|remove|keep|allow|enable|make\s+sure)|"
+    r"due\s+to|owing\s+to|thanks\s+to|as\s+a\s+result|therefore|thus|hence|consequently|"
+    r"the\s+(?:main\s+|primary\s+|key\s+|original\s+)?reasons?|motivat\w*|"
+    r"(?:this|that|which|it)\s+(?:\w+\s+)?(?:allows?|enables?|means|gives|lets|helps|makes|"
+    r"removes?|reduces?|avoids?|ensures?|simplifies|saves?)\b|advantages?|benefits?|"
+    r"outweighs?|otherwise|best\s+practice|principles?|we\s+want(?:ed)?\s+to|"
+    r"(?:is|are|was|were)\s+(?:no\s+longer\s+)?(?:needed|required)\s+(?:to|for))",
+    re.I,
+)
+# Words that weigh an option (a reason, if a weaker sign of one than _CAUSE).
+_WEIGHS = re.compile(
+    r"\b(?:standard|mature|immature|popular|proven|widely|community|reliab\w*|stable|unstable|"
+    r"compelling|attractive|flexib\w*|maintenance|burden|lock-?in|secur\w*|expensive|cheap\w*|"
+    r"simple|simplif\w*|complexity|overhead|effort|experience[ds]?|painful|fragile|brittle|"
+    r"anti-?pattern|confus\w*|slow(?:er)?|quick(?:er|ly)?|useful|useless|valuable|sufficient|"
+    r"unnecessar\w*|consistent|inconsistent|duplicat\w*|trust\w*|safe(?:ly|r)?|risk\w*)\b",
+    re.I,
+)
 _NEGATIVE = re.compile(
     r"\b(?:not|no|never|rejected|discarded|instead|however|but|problems?|drawbacks?|"
     r"downsides?|risks?|because|too|lacks?|without|cannot|can't|won't|wouldn't|prevents?|"
-    r"hard|harder|difficult|complex|expensive|slow|limited|only)\b",
+    r"hard|harder|difficult|complex|expensive|slow|limited|only|unsure|doubts?|concerns?|"
+    r"worr(?:y|ied))\b",
     re.I,
 )
 _WHY_NOT_LEAD = (
@@ -121,6 +151,7 @@ _ROLE_HEADINGS = (
     ("context", re.compile(r"(?i)\b(?:context|problem|background|motivation|introduction|"
                            r"summary|overview|why|rationale|justification)\b")),
 )  # fmt: skip
+_LABEL_ITEM = re.compile(r"(?i)^(?:good|bad|pros?|cons?|neutral)\b")
 _PRO_ITEM = re.compile(r"(?i)^(?:good|pro|\+)\b\s*[,:]?")
 _CON_ITEM = re.compile(r"(?i)^(?:bad|con|-)\b\s*[,:]?")
 _PRO_INTRO = re.compile(r"(?i)^(?:pros?|strengths?|advantages?|benefits?|good)\b")
@@ -188,6 +219,7 @@ class Sentence:
     role: str
     option: str
     index: int
+    lead: bool = True  # the first sentence of its paragraph or list item
 
 
 @dataclass(frozen=True)
@@ -207,7 +239,7 @@ def read_record(body: str) -> Record:
         if end != -1:
             body = body[end + 4 :]
     body = body.split("\n---\n\n## Changes since the earlier import", 1)[0]
-    raw: list[tuple[tuple[str, ...], str, str, bool]] = []  # (path, sentence, intro, item)
+    raw: list[tuple[tuple[str, ...], str, str, bool, bool]] = []  # path, text, intro, item, lead
     stack: list[tuple[int, str]] = []
     chunk: list[str] = []
     seen_text = False
@@ -215,13 +247,25 @@ def read_record(body: str) -> Record:
     def flush() -> None:
         path = tuple(t for _, t in stack)
         intro = ""
-        for para in paragraphs("\n".join(chunk)):
+        text = "\n".join(chunk)
+        paras = paragraphs(text)
+        depths = iter(_item_depths(text, sum(1 for p in paras if LIST_ITEM_RE.match(p))))
+        top = -1
+        for para in paras:
             item = bool(LIST_ITEM_RE.match(para))
+            depth = next(depths, 0) if item else -1
+            top = depth if top < 0 or depth < top else top
+            opens = para.rstrip().endswith((":", "because"))
             if not item:
-                intro = para if para.rstrip().endswith((":", "because")) else ""
-            for s in sentences(para):
+                intro = para if opens else ""
+            elif _LABEL_ITEM.match(LIST_ITEM_RE.sub("", para)):
+                intro = ""  # "Good, …" / "Bad, …": a sibling of the last list's opener
+            for n, s in enumerate(sentences(para)):
                 if s and not re.fullmatch(r"[\W\d_]+", s):
-                    raw.append((path, s, intro if item else "", item))
+                    # a sub-item goes on about its parent: not a point of its own
+                    raw.append((path, s, intro if item else "", item, n == 0 and depth <= top))
+            if item and opens:
+                intro = LIST_ITEM_RE.sub("", para)  # an item opening a list ("Bad, because:")
         chunk.clear()
 
     fenced = False
@@ -246,9 +290,9 @@ def read_record(body: str) -> Record:
     flush()
 
     out = []
-    for i, (path, text, intro, item) in enumerate(raw):
+    for i, (path, text, intro, item, lead) in enumerate(raw):
         role, option = _role(path, text, intro, item)
-        out.append(Sentence(text, path, intro, item, role, option, i))
+        out.append(Sentence(text, path, intro, item, role, option, i, lead))
     chosen = ""
     for s in out:
         m = _CHOSEN.search(s.text)
@@ -257,6 +301,17 @@ def read_record(body: str) -> Record:
             if chosen:
                 break
     return Record(tuple(out), chosen)
+
+
+def _item_depths(text: str, count: int) -> list[int]:
+    """The indentation of each list item of ``text``, in order (as :func:`paragraphs` finds
+    them); all 0 when the two disagree on how many there are."""
+    depths = [
+        len(line) - len(line.lstrip())
+        for line, fenced in lines_outside_fences(drop_comments(text))
+        if not fenced and LIST_ITEM_RE.match(re.sub(r"^>\s?", "", line.strip()))
+    ]
+    return depths if len(depths) == count else [0] * count
 
 
 def _role(path: tuple[str, ...], text: str, intro: str, item: bool) -> tuple[str, str]:
@@ -442,8 +497,6 @@ def _current(opened: Sequence[Opened], stems: Sequence[str]) -> list[tuple[str, 
     e = current.entry
     out = [(f"Current decision: {e.summary} ({e.date}, {current.status})", e.id)]
     out += [(s, e.id) for s in _statement(e)]
-    out += _outcome(current, stems, 1)
-    out += _reasons(current, stems, 1)
     by_id = {o.entry.id: o for o in opened}
     for old in e.supersedes:
         if old in by_id:
@@ -460,6 +513,9 @@ def _current(opened: Sequence[Opened], stems: Sequence[str]) -> list[tuple[str, 
             and other.domain == e.domain
         ):
             out.append((f"Newer and still proposed ({other.date}): {other.summary}", other.id))
+    # then what else it says and why: after what it replaced and what is proposed, which the
+    # answer's cap must keep
+    out += _outcome(current, stems, 2) + _reasons(current, stems, 1)
     for item in opened[:2]:
         if item.entry.id != e.id and item.status in ("rejected", "deprecated"):
             other = item.entry
@@ -582,13 +638,17 @@ def _alike(x: str, y: str) -> bool:
 def _named_option(question: str, opened: Sequence[Opened], threshold: float = 0.5) -> _Named | None:
     """The option the question names: the best word overlap of the named part of the question
     with an option's name (a heading in the record's options, or an alternative the import
-    kept), never the chosen one."""
+    kept), never the chosen one. Words of the record's title name its topic, not an option
+    ("default directory" in "Use JNA to Determine Default Directory"): an option matched by a
+    word of its own goes first ("AppDirs" before "Swing's FileChooser to Determine Default
+    Directory" for "why not AppDirs to pick the default directory")."""
     asked = _words(_named_part(question))
     if not asked:
         return None
-    best: tuple[float, _Named | None] = (0.0, None)
+    best: tuple[float, float, _Named | None] = (0.0, 0.0, None)
     for rank, item in enumerate(opened[:3]):
         record = read_record(item.entry.body)
+        topic = {w.rstrip("s") for w in _words(item.entry.summary.split(":", 1)[0])}
         names = [(n, "") for n in record.option_names()]
         names += [
             (a.id.replace("-", " "), a.rejected_because) for a in item.entry.alternatives_considered
@@ -601,9 +661,12 @@ def _named_option(question: str, opened: Sequence[Opened], threshold: float = 0.
             if not hits:
                 continue
             score = hits / len(words) + hits / len(asked) - 0.05 * rank
-            if score > best[0]:
-                best = (score, _Named(item, name, words, reason))
-    return best[1] if best[0] >= threshold else None
+            own = frozenset(w for w in words if w.rstrip("s") not in topic)
+            own_hits = _overlap(own, asked)
+            distinct = own_hits / len(own) - 0.05 * rank if own_hits else 0.0
+            if score >= threshold and (distinct, score) > best[:2]:
+                best = (distinct, score, _Named(item, name, words, reason))
+    return best[2]
 
 
 def _against(named: _Named, stems: Sequence[str]) -> list[tuple[str, str]]:
@@ -670,16 +733,20 @@ def _why_not_prose(
     question's words that argue against something."""
     e = opened[0].entry
     asked = _words(_named_part(question))
+    # the words naming what was not chosen, not the record's topic ("Docker Swarm", not
+    # "orchestrating containers" in a record titled "Container Orchestration")
+    topic = _words(e.summary.split(":", 1)[0])
+    named = frozenset(w for w in asked if not any(_alike(w, t) for t in topic)) or asked
     found = list(read_record(e.body).sentences)
     scored = []
     for s in found:
         words = _words(s.text)
-        hits = _overlap(asked, words)
+        hits = _overlap(named, words) + 0.5 * _overlap(asked - named, words)
         # an item that is a name the question uses ("- kubelogin"), with what is listed under it
         label = s.item and 0 < len(words) <= 4 and _overlap(words, asked) == len(words)
         if label and _follow(s, found):
             scored.append((4.0 + hits, s))
-        elif hits >= max(1, round(0.4 * len(asked))):
+        elif _overlap(named, words) >= max(1, round(0.4 * len(named))):
             nxt = found[s.index + 1].text if s.index + 1 < len(found) else ""
             against = bool(_NEGATIVE.search(s.text)) or bool(_TURN.match(nxt))
             score = hits + (1.5 if against else 0) - (1.0 if s.role == "outcome" else 0)
@@ -730,15 +797,27 @@ _REASON_ROLE = {
 }
 
 
-_REASON_INTRO = re.compile(r"(?i)\b(?:because|reasons?|since|why|benefits?|advantages?)\b")
+# The trouble a record's context reports (what the decision set out to fix).
+_PROBLEM = re.compile(
+    r"(?i)\b(?:(?:experienced|had|have|ran\s+into|hit|encountered|caused?|causing)\s+(?:\w+\s+)?"
+    r"(?:problems?|issues?|incidents?|outages?|downtime|failures?|pain)|unstable|instability|"
+    r"breakages?|incidents|outages?|downtime|painful|error-prone|unreliable|"
+    r"does\s+not\s+(?:support|scale|work)|doesn't\s+(?:support|scale|work)|no\s+way\s+to)\b"
+)
+_PROBLEM_TURN = re.compile(
+    r"(?i)^(?:however|but|unfortunately|sadly|in\s+practice|the\s+(?:main\s+)?(?:problem|issue|"
+    r"difficulty|challenge|downside|drawback)\b|this\s+(?:is|was|causes|caused|leads|led)\s+"
+    r"(?:\w+\s+)?(?:problem|issue|confusion|anti-?pattern|difficult|hard|slow|expensive))"
+)
+_REASON_INTRO = re.compile(
+    r"(?i)\b(?:because|reasons?|since|why|benefits?|advantages?|downsides?|drawbacks?|"
+    r"disadvantages?|shortcomings?|limitations?|concerns?|(?:problems?|issues?)\s+(?:with|of)|"
+    r"anti-?pattern)\b|\bas\s*:\s*$"
+)
 
 
-def _reasons(item: Opened, stems: Sequence[str], n: int) -> list[tuple[str, str]]:
-    """The ``n`` sentences that best carry the decision's reasons, in body order: by the role
-    of their section first (the decision's causal sentences and its list of reasons, its good
-    consequences and the chosen option's pros, the consequences, then drivers and context),
-    the question's words breaking ties; no two from one section while others remain."""
-    e = item.entry
+def reason_scores(e: Entry, stems: Sequence[str] = ()) -> list[tuple[float, Sentence]]:
+    """Each sentence of ``e`` that may carry a reason, with how strongly (see :func:`_reasons`)."""
     record = read_record(e.body)
     found = list(record.sentences)
     summary = _norm(e.summary)
@@ -759,12 +838,21 @@ def _reasons(item: Opened, stems: Sequence[str], n: int) -> list[tuple[str, str]
                 score = 2.5 if chosen else 0.3
             elif role == "con":
                 score = 0.4 if chosen else 1.0  # against a rejected option: a reason too
-        causal = bool(_CAUSAL.search(text))
-        score += 0.5 if causal else 0.0
-        if role == "outcome" and re.search(r"(?i)\b(?:because|since|so that|as it|due to)\b", text):
+        listed = bool(s.intro) and bool(_REASON_INTRO.search(s.intro))
+        if listed and s.lead:
+            score += 2.0  # an item of a list of reasons: the list says it is one, cue or none
+        elif role in ("context", "driver") and _PROBLEM.search(text):
+            score += 1.5  # the trouble that moved the decision
+        elif _CAUSE.search(text):
             score += 1.0
-        if s.intro and _REASON_INTRO.search(s.intro):
-            score += 1.0  # an item of a list of reasons
+        elif _CAUSAL.search(text) or _WEIGHS.search(text):
+            score += 0.5
+        elif role == "outcome" and not s.option:
+            score -= 0.8  # what was decided, not why: the statement above says it already
+        if listed and not s.lead:
+            score += 0.5  # what an item of a list of reasons goes on to say
+        if role in ("context", "driver") and _PROBLEM_TURN.match(text):
+            score += 0.7  # the context turning to the problem the decision answers
         score += 0.35 * min(_hits(text, stems), 3)
         score += 1.0 if short else 0.0
         score -= 1.5 if text.endswith("?") else 0.0
@@ -772,11 +860,25 @@ def _reasons(item: Opened, stems: Sequence[str], n: int) -> list[tuple[str, str]
         score -= 0.002 * s.index
         if score > 0.9:
             scored.append((score, s))
+    return scored
+
+
+def _reasons(item: Opened, stems: Sequence[str], n: int) -> list[tuple[str, str]]:
+    """The ``n`` sentences that best carry the decision's reasons, in body order: by the role
+    of their section first (the decision's causal sentences and its list of reasons, its good
+    consequences and the chosen option's pros, the consequences, then drivers and context),
+    the question's words breaking ties; no two from one section while others remain."""
+    e = item.entry
+    scored = reason_scores(e, stems)
     picked: list[Sentence] = []
     while scored and len(picked) < n:
         scored.sort(key=lambda x: -x[0])
         _, s = scored.pop(0)
         picked.append(s)
+        if len(picked) == 1 and n > 1 and s.lead and s.intro and _REASON_INTRO.search(s.intro):
+            # the best is a point of the record's own list of reasons: the whole list, when short
+            points = [o for _, o in scored if o.lead and o.intro == s.intro and o.path == s.path]
+            n = max(n, min(len(points) + 1, REASON_LIST_MAX))
         listed = bool(s.intro) and bool(_REASON_INTRO.search(s.intro))
         scored = [  # one section at a time (a list of reasons aside)
             (score - 0.75, o)

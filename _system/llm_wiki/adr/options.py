@@ -10,6 +10,11 @@ An option's reason, in order: its cons in the pros-and-cons part (``Bad, because
 ``Con: …``, `` `Bad` …``, a "Cons"/"Disadvantages" list), its own text where the options are
 listed (``Name: reason``, a sub-heading's body), the decision's sentences that name it. Only
 when the record gives none does it get :data:`PLACEHOLDER`, which ``lint`` counts.
+
+The pros-and-cons sub-headings often rename the options they argue ("Own parser" for
+"Self-written parser"): :func:`pair_headings` pairs them by name, then by place when both lists
+are as long and agree on every pair named, else by the heading's own words, and leaves an
+option unpaired rather than guess. Ids are distinct within a record (:func:`option_ids`).
 """
 
 from __future__ import annotations
@@ -121,18 +126,21 @@ def alternatives(
                 if not chosen:
                     continue  # cannot tell which one won: invent nothing
                 rejected = [(i, o) for i, o in enumerate(options) if i not in chosen]
+            paired = pair_headings([n for n, _ in options], list(pros_cons))
+            ids = option_ids([n for n, _ in options])
             for i, (name, reason) in rejected:
                 names.append(name)
-                cons = pros_cons.get(f"Option {i + 1}", "") if len(options) > 1 else ""
-                cons = cons or _option_n_in(decision_text, i + 1)
-                out.append(_alternative(name, cons or reason, pros_cons, decision_text, elsewhere))
+                cons = pros_cons[paired[i]] if i in paired else ""
+                reason = _option_n_in(decision_text, i + 1) or reason
+                out.append(_alternative(ids[i], name, cons, reason, decision_text, elsewhere))
     if not listed and pros_cons:  # options only under "Pros and Cons of the Options"
         options = [(name, "") for name in pros_cons]
         chosen_set = _chosen_all(options, decision_text)
         if chosen_set:
-            for i, (name, _) in enumerate(options):
+            ids = option_ids(list(pros_cons))
+            for i, (name, cons) in enumerate(pros_cons.items()):
                 if i not in chosen_set:
-                    out.append(_alternative(name, "", pros_cons, decision_text, elsewhere))
+                    out.append(_alternative(ids[i], name, cons, "", decision_text, elsewhere))
     seen: set[str] = set()
     unique = []
     for alt in out:
@@ -141,6 +149,114 @@ def alternatives(
         seen.add(alt.id)
         unique.append(alt)
     return unique, sum(1 for a in unique if a.rejected_because == PLACEHOLDER)
+
+
+OPTION_ID_LIMIT = 60
+
+
+def option_ids(names: list[str]) -> list[str]:
+    """An id for each option of one list, distinct within it and the same on every import: the
+    name's slug (within :data:`OPTION_ID_LIMIT` characters). An id cut short that equals another
+    option's id, or is the first words of one, takes its name's next words until it is neither
+    (and does not end on "and", "of" …), so long names alike in their first words keep apart;
+    options whose whole names slug alike are numbered by their place in the list."""
+    full = [slugify(n, 200) for n in names]
+    ids = [slugify(n, OPTION_ID_LIMIT) for n in names]
+    grown = [False] * len(names)
+
+    def next_word(i: int) -> bool:
+        if not full[i].startswith(ids[i] + "-"):
+            return False  # whole (or its first word alone was too long to cut)
+        ids[i] += "-" + full[i][len(ids[i]) + 1 :].split("-", 1)[0]
+        grown[i] = True
+        return True
+
+    changed = True
+    while changed:
+        changed = False
+        for i, own in enumerate(ids):
+            others = ids[:i] + ids[i + 1 :]
+            clash = any(o == own or o.startswith(own + "-") for o in others)
+            dangling = grown[i] and own.rsplit("-", 1)[-1] in _DANGLING
+            if (clash or dangling) and next_word(i):
+                changed = True
+    return [f"{s}-{i + 1}" if ids.count(s) > 1 else s for i, s in enumerate(ids)]
+
+
+_DANGLING = frozenset("a an and as at by for from if in into of on or the to with".split())
+
+
+def pair_headings(options: list[str], headings: list[str]) -> dict[int, str]:
+    """Which "Pros and Cons" sub-heading argues each option (option index -> heading), one
+    heading per option. By name first (equal, then one containing the other, then most words
+    alike); "Option N" headings by number. The options left then take the heading in their place
+    when both lists are as long and every pair found so far is in the same place (the headings
+    renamed: "Self-written parser" under "Own parser"), else the one heading whose own words
+    (those no other heading has) they share and that is most like them; otherwise none."""
+    pairs: dict[int, int] = {}
+    free = set(range(len(headings)))
+    norms = [_norm(h) for h in headings]
+    wanted = [_norm(o) for o in options]
+
+    def claim(i: int, j: int) -> None:
+        pairs[i] = j
+        free.discard(j)
+
+    if len(options) > 1:
+        for j, h in enumerate(headings):
+            if (m := re.fullmatch(r"\s*option\s*(\d+)\s*", strip_md(h), re.I)) and j in free:
+                i = int(m.group(1)) - 1
+                if 0 <= i < len(options) and i not in pairs:
+                    claim(i, j)
+    own = _own_words(headings)
+    tests = (
+        lambda w, j: w == norms[j],
+        lambda w, j: bool(w and norms[j]) and (w in norms[j] or norms[j] in w),
+        lambda w, j: (
+            bool(w and norms[j])
+            and _overlap(_stems(norms[j]), _stems(w)) >= 0.75
+            and (len(headings) == 1 or bool(own[j] & _words(w)))
+        ),
+    )
+    for test in tests:
+        for i, w in enumerate(wanted):
+            if i in pairs:
+                continue
+            hits = sorted((j for j in free if test(w, j)), key=lambda j: -len(norms[j]))
+            if len(hits) > 1 and test is tests[1] and len(norms[hits[0]]) > len(norms[hits[1]]):
+                hits = hits[:1]  # "PaddleOCR-VL model via llama.cpp" before "llama.cpp"
+            if len(hits) == 1 or (hits and test is tests[0]):
+                claim(i, hits[0])
+    left = [i for i in range(len(options)) if i not in pairs]
+    if left and len(options) == len(headings) and all(i == j for i, j in pairs.items()):
+        for i in left:
+            claim(i, i)
+    elif left:
+        for i in left:
+            scored = sorted(
+                (
+                    (_overlap(_stems(norms[j]), _stems(wanted[i])), j)
+                    for j in free
+                    if own[j] & _words(wanted[i])
+                ),
+                reverse=True,
+            )
+            if scored and scored[0][0] >= 0.5 and (len(scored) == 1 or scored[1][0] < scored[0][0]):
+                claim(i, scored[0][1])
+    return {i: headings[j] for i, j in pairs.items()}
+
+
+def _words(norm: str) -> set[str]:
+    """A name's words that tell it apart (stems of three letters or more, not the common ones)."""
+    return {w.rstrip("s")[:5] for w in norm.split() if len(w) >= 3 and w not in _COMMON}
+
+
+def _own_words(headings: list[str]) -> list[set[str]]:
+    """Each heading's words that no other heading has."""
+    words = [_words(_norm(h)) for h in headings]
+    return [
+        w - set().union(*(o for k, o in enumerate(words) if k != j)) for j, w in enumerate(words)
+    ]
 
 
 class _Elsewhere:
@@ -189,18 +305,20 @@ class _Elsewhere:
 
 
 def _alternative(
+    option_id: str,
     name: str,
+    cons: str,
     reason: str,
-    pros_cons: dict[str, str],
     decision: str,
     elsewhere: _Elsewhere | None = None,
 ) -> Alternative:
-    cons = pros_cons.get(name) or _match(name, pros_cons)
+    """A rejected option with its reason: its cons (from the pros-and-cons heading paired with
+    it), else its own text, else the decision's or another section's words about it."""
     if reason and _restates(reason, name):
         reason = ""  # "Option 2: <its name again>" says what it is, not why it lost
     text = cons or reason or _named_in_decision(name, decision)
     text = text or (elsewhere.reason(name) if elsewhere else "") or PLACEHOLDER
-    return Alternative(slugify(name, 60), _cap(text))
+    return Alternative(option_id, _cap(text))
 
 
 def _restates(reason: str, name: str) -> bool:
@@ -209,21 +327,6 @@ def _restates(reason: str, name: str) -> bool:
         return True
     got, wanted = _norm(reason), _norm(name)
     return bool(wanted) and (got == wanted or got.startswith(wanted))
-
-
-def _match(name: str, pros_cons: dict[str, str]) -> str:
-    wanted = _norm(name)
-    for other, cons in pros_cons.items():
-        if _norm(other) == wanted:
-            return cons
-    for other, cons in pros_cons.items():
-        got = _norm(other)
-        if wanted and got and (wanted in got or got in wanted):
-            return cons
-    for other, cons in pros_cons.items():
-        if wanted and _overlap(_stems(_norm(other)), _stems(wanted)) >= 0.75:
-            return cons
-    return ""
 
 
 def _cap(text: str) -> str:
@@ -261,6 +364,18 @@ def _unlabelled_points(body: str) -> str:
     ):
         return ""
     return "; ".join(strip_md(LIST_ITEM_RE.sub("", i.strip())).rstrip(".;, ") for i in items)
+
+
+_AGAINST = re.compile(
+    r"\b(?:but|however|cannot|can't|not|too|lacks?|drawbacks?|downsides?|risks?|no\s+good)\b", re.I
+)
+
+
+def _objections(body: str) -> str:
+    """Unlabelled points under an option that argue against it ("- but how many …?", "- We
+    investigated this …, but found …"), not those that only describe it or list its variants."""
+    points = _unlabelled_points(body).split("; ")
+    return "; ".join(p for p in points if p and _AGAINST.search(p))
 
 
 def cons_of(body: str) -> str:
@@ -380,7 +495,7 @@ def _list_options(body: str) -> list[tuple[str, str]]:
         if split and not _quoted_colon(split.group(1), []):
             name, reason = split.group(1), split.group(2)
         if nested:
-            reason = cons_of("\n".join(nested)) or reason
+            reason = cons_of("\n".join(nested)) or reason or _objections("\n".join(nested))
         if name := option_name(name):
             options.append((name, reason))
     return options
