@@ -33,7 +33,7 @@ model's distance of meaning anything close.
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -323,30 +323,24 @@ class Ranker:
 
     def with_current(self, items: Iterable[Ranked]) -> list[Ranked]:
         """Each superseded entry preceded by the entries that replaced it (newest first)."""
-        out: list[Ranked] = []
-        seen: set[str] = set()
-        for item in items:
-            if item.row.id in seen:
-                continue
-            for newer in self.replacements(item.row):
-                if newer.id not in seen:
-                    seen.add(newer.id)
-                    out.append(Ranked(newer, item.score, via=item.row.id))
-            seen.add(item.row.id)
-            out.append(item)
-        return out
+        return self._preceded_by(items, self.replacements)
 
     def with_earlier(self, items: Iterable[Ranked]) -> list[Ranked]:
         """Each replacing entry preceded by the entries it replaced (oldest first)."""
+        return self._preceded_by(items, self.predecessors)
+
+    @staticmethod
+    def _preceded_by(items: Iterable[Ranked], related: Callable[[Row], list[Row]]) -> list[Ranked]:
+        """Each item preceded by its ``related`` rows not placed yet, each once, at its score."""
         out: list[Ranked] = []
         seen: set[str] = set()
         for item in items:
             if item.row.id in seen:
                 continue
-            for older in self.predecessors(item.row):
-                if older.id not in seen:
-                    seen.add(older.id)
-                    out.append(Ranked(older, item.score, via=item.row.id))
+            for other in related(item.row):
+                if other.id not in seen:
+                    seen.add(other.id)
+                    out.append(Ranked(other, item.score, via=item.row.id))
             seen.add(item.row.id)
             out.append(item)
         return out
