@@ -19,6 +19,7 @@ PACKAGE = SRC / "llm_wiki"
 LAYERS = {
     "llm_wiki.version": 1,
     "llm_wiki.errors": 1,
+    "llm_wiki.records": 1,  # frozen records by hand: a dataclass's methods without its exec
     "llm_wiki.progress": 1,  # what a long run has done; the reporter of the current context
     "llm_wiki.clock": 2,
     "llm_wiki.yaml_input": 2,  # YAML and JSON read exactly as written, within bounds

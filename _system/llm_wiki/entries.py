@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
 from llm_wiki.errors import InvalidInput
+from llm_wiki.records import Frozen
 from llm_wiki.yaml_input import (  # re-exported: the entry's readers import them from here
     LIMITS,
     TAG_FLOAT,
@@ -114,20 +115,30 @@ DATE_RE = re.compile(r"^\d{4}-\d{2}-\d{2}\Z")
 SLUG_MAX = 60
 
 
-@dataclass(frozen=True)
-class Alternative:
+class Alternative(Frozen):
     """An option the entry weighed and did not take, and why."""
 
+    FIELDS = ("id", "rejected_because")
+    __slots__ = FIELDS
     id: str
     rejected_because: str
 
+    def __init__(self, id: str, rejected_because: str) -> None:
+        object.__setattr__(self, "id", id)
+        object.__setattr__(self, "rejected_because", rejected_because)
 
-@dataclass(frozen=True)
-class Relation:
+
+class Relation(Frozen):
     """A typed link: this entry ``kind`` the entry ``id`` (e.g. amends, refines, relates-to)."""
 
+    FIELDS = ("id", "kind")
+    __slots__ = FIELDS
     id: str
     kind: str
+
+    def __init__(self, id: str, kind: str) -> None:
+        object.__setattr__(self, "id", id)
+        object.__setattr__(self, "kind", kind)
 
 
 @dataclass(frozen=True)

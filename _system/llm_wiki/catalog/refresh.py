@@ -14,7 +14,6 @@ import json
 import os
 import time
 from collections.abc import Iterable, Iterator, Sequence
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 import llm_wiki.progress as progress
@@ -23,6 +22,7 @@ from llm_wiki.access import walls_on
 from llm_wiki.catalog.db import CATALOG_VERSION, COLUMNS, Catalog, render_line, row_from_db
 from llm_wiki.entries import NAME_RE, Entry, decode_text, parse_entry
 from llm_wiki.errors import InvalidInput, WikiError
+from llm_wiki.records import Frozen
 from llm_wiki.wiki import Wiki
 
 if TYPE_CHECKING:
@@ -134,13 +134,19 @@ def _row_values(parsed: Parsed, superseded_by: str | None, line: str) -> tuple[A
     )
 
 
-@dataclass(frozen=True)
-class ScanResult:
+class ScanResult(Frozen):
     """Files a scan re-parsed, rows it dropped, index files it wrote."""
 
+    FIELDS = ("parsed", "removed", "written")
+    __slots__ = FIELDS
     parsed: int
     removed: int
-    written: tuple[str, ...] = ()
+    written: tuple[str, ...]
+
+    def __init__(self, parsed: int, removed: int, written: tuple[str, ...] = ()) -> None:
+        object.__setattr__(self, "parsed", parsed)
+        object.__setattr__(self, "removed", removed)
+        object.__setattr__(self, "written", written)
 
 
 class _NeedsScan(Exception):

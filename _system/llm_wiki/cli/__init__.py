@@ -344,7 +344,7 @@ class _LazyCommands(dict):  # type: ignore[type-arg]
         return name in self._where or super().__contains__(name)
 
     def __iter__(self) -> Iterator[str]:
-        return iter([*self._order, *(n for n in super().keys() if n not in self._order)])
+        return iter([*self._order, *(n for n in dict.__iter__(self) if n not in self._order)])
 
     def __len__(self) -> int:
         return len(self._where) + super().__len__()

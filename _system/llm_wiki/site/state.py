@@ -23,7 +23,6 @@ where the catalog's rows with their JSON columns take ~0.4 s).
 from __future__ import annotations
 
 import contextlib
-import dataclasses
 import hashlib
 import marshal
 import os
@@ -41,7 +40,7 @@ TAIL_BYTES = 4096
 # log.md operations a build can follow line by line; any other one means a full build.
 FOLLOWED_OPS = frozenset({"write", "lint", "ingest", "consolidate-skip"})
 
-_FIELDS = tuple(f.name for f in dataclasses.fields(Row) if f.name != "rowid")
+_FIELDS = tuple(name for name in Row.FIELDS if name != "rowid")
 _ALT = _FIELDS.index("alternatives")
 _LINE = _FIELDS.index("line")
 
@@ -55,7 +54,7 @@ def row_tuple(row: Row) -> tuple[Any, ...]:
 
 
 def tuple_row(values: tuple[Any, ...], _new: Any = object.__new__) -> Row:
-    """The inverse of :func:`row_tuple`, without the dataclass's per-field __init__."""
+    """The inverse of :func:`row_tuple`, without the per-field __init__."""
     row = _new(Row)
     fields = dict(zip(_FIELDS, values, strict=True))
     alts = values[_ALT]
