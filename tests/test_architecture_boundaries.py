@@ -40,6 +40,7 @@ LAYERS = {
     "llm_wiki.catalog.db": 6,
     "llm_wiki.catalog.index_md": 6,
     "llm_wiki.catalog.refresh": 6,
+    "llm_wiki.catalog.result": 6,  # IndexResult, loaded by index only
     "llm_wiki.catalog.fresh": 6,  # the freshness check every read makes (refresh loads lazily)
     "llm_wiki.catalog": 6,
     "llm_wiki.failures": 6,

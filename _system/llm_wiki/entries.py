@@ -291,6 +291,8 @@ def _scalar_text(value: str, *, flow: bool = False) -> str:
         and value.lower() not in _YAML_WORDS
     ):
         return value
+    if value.isascii() and value.isprintable() and '"' not in value and "\\" not in value:
+        return '"' + value + '"'  # nothing to escape: no need to compile _quote_re
     return '"' + _quote_re().sub(_escape, value) + '"'
 
 

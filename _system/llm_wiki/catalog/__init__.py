@@ -19,7 +19,6 @@ import itertools
 import os
 import sqlite3
 from collections.abc import Iterator
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -40,6 +39,7 @@ from llm_wiki.wiki import Wiki
 
 if TYPE_CHECKING:
     from llm_wiki.catalog.refresh import Parsed
+    from llm_wiki.catalog.result import IndexResult
 
 __all__ = [
     "CATALOG_VERSION",
@@ -68,6 +68,10 @@ def __getattr__(name: str) -> Any:
         import llm_wiki.catalog.refresh as refresh_module  # deferred: start-up of every read
 
         return getattr(refresh_module, name)
+    if name == "IndexResult":
+        from llm_wiki.catalog.result import IndexResult  # deferred: start-up of every read
+
+        return IndexResult
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
@@ -221,35 +225,12 @@ def _drop_catalog(wiki: Wiki) -> None:
             os.unlink(str(_catalog_path(wiki)) + suffix)
 
 
-@dataclass(frozen=True)
-class IndexResult:
-    """What ``llm-wiki index`` (or ``--check``) found and did."""
-
-    entries: int
-    parsed: int
-    removed: int
-    written: tuple[str, ...] = ()
-    stale: tuple[str, ...] = ()
-    problems: tuple[tuple[str, str], ...] = field(default=())
-    vectors: dict[str, Any] | None = None  # the entry vectors' refresh, when ranking uses them
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "entries": self.entries,
-            "parsed": self.parsed,
-            "removed": self.removed,
-            "written": list(self.written),
-            "stale": list(self.stale),
-            "problems": [{"path": p, "message": m} for p, m in self.problems],
-            "vectors": self.vectors,
-        }
-
-
 def rebuild_index(wiki: Wiki, *, full: bool = False) -> IndexResult:
     """``llm-wiki index``: scan every file, re-parse what changed, write the index files.
     ``full``: drop the catalog first and parse every file."""
     import llm_wiki.progress as progress  # deferred: start-up of a fresh read
     from llm_wiki.catalog.refresh import scan  # deferred: start-up of a fresh read
+    from llm_wiki.catalog.result import IndexResult  # deferred: as above
 
     with _locked(wiki):
         for folder in (wiki.state_dir / "tmp", wiki.state_dir, wiki.root, wiki.root / "index"):
@@ -308,6 +289,7 @@ def check_index(wiki: Wiki) -> IndexResult:
         iter_archived,
         parse_file,
     )
+    from llm_wiki.catalog.result import IndexResult  # deferred: as above
     from llm_wiki.store import archive_names, iter_entry_files  # deferred: as above
 
     scratch = tempfile.TemporaryDirectory(prefix="llm-wiki-check-")
