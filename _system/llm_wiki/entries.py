@@ -13,7 +13,6 @@ import dataclasses
 import datetime as dt
 import functools
 import re
-import unicodedata
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
@@ -261,11 +260,11 @@ def dump_entry(entry: Entry) -> str:
 # A plain scalar is used only when YAML cannot read it as anything but this string: it starts
 # with a letter or one of a few safe characters, holds no indicator that could end or change it,
 # does not end in a space, and is not one of YAML 1.1's words for booleans and null.
-_PLAIN_RE = re.compile(r"[A-Za-z_(/][A-Za-z0-9 _()/.'%+=;!?@$&*^~<>-]*")
-_PLAIN_BLOCK_RE = re.compile(r"[A-Za-z_(/][A-Za-z0-9 _()/.'%+=;!?@$&*^~<>,\[\]{}-]*")
+_PLAIN = r"[A-Za-z_(/][A-Za-z0-9 _()/.'%+=;!?@$&*^~<>-]*"
+_PLAIN_BLOCK = r"[A-Za-z_(/][A-Za-z0-9 _()/.'%+=;!?@$&*^~<>,\[\]{}-]*"
 _YAML_WORDS = frozenset(["y", "n", "yes", "no", "true", "false", "on", "off", "null", "~"])
 # Entry ids start with a date; followed by a hyphen and more, YAML reads them as text.
-_ID_PLAIN_RE = re.compile(r"\d{4}-\d\d-\d\d-[a-z0-9-]*[a-z0-9]")
+_ID_PLAIN = r"\d{4}-\d\d-\d\d-[a-z0-9-]*[a-z0-9]"
 _ESCAPES = {
     "\\": "\\\\",
     '"': '\\"',
@@ -279,9 +278,16 @@ _ESCAPES = {
 }
 
 
+@functools.cache
+def _dump_res() -> tuple[re.Pattern[str], re.Pattern[str], re.Pattern[str]]:
+    """_PLAIN, _PLAIN_BLOCK and _ID_PLAIN compiled on first use (only a write dumps)."""
+    return re.compile(_PLAIN), re.compile(_PLAIN_BLOCK), re.compile(_ID_PLAIN)
+
+
 def _scalar_text(value: str, *, flow: bool = False) -> str:
-    pattern = _PLAIN_RE if flow else _PLAIN_BLOCK_RE
-    if _ID_PLAIN_RE.fullmatch(value):
+    plain, plain_block, id_plain = _dump_res()
+    pattern = plain if flow else plain_block
+    if id_plain.fullmatch(value):
         return value
     if (
         value
@@ -382,8 +388,6 @@ class _FastRes(NamedTuple):
     block: re.Pattern[str]  # a scalar _scalar_text writes plain, in block context
     flow: re.Pattern[str]  # ... in a flow list
     plain_list: re.Pattern[str]  # a flow list of plain items only
-    quoted: re.Pattern[str]  # the inside of a double-quoted scalar as _escape writes it
-    escape: re.Pattern[str]
 
 
 @functools.cache
@@ -391,24 +395,30 @@ def _fast_res() -> _FastRes:
     """The fast path's patterns, compiled on first use (``write`` never reads frontmatter).
 
     ``block`` and ``flow`` accept exactly what _scalar_text writes plain, bar the YAML words
-    (checked apart): _ID_PLAIN_RE, or _PLAIN_BLOCK_RE / _PLAIN_RE without a double or trailing
+    (checked apart): _ID_PLAIN, or _PLAIN_BLOCK / _PLAIN without a double or trailing
     space, spelled as one pattern (a space only ever followed by another allowed character).
     """
     block_chars = "A-Za-z0-9_()/.'%+=;!?@$&*^~<>,\\[\\]{}-"
     flow_chars = "A-Za-z0-9_()/.'%+=;!?@$&*^~<>-"
-    ident = _ID_PLAIN_RE.pattern
+    ident = _ID_PLAIN
     block = f"(?:{ident}|[A-Za-z_(/](?: ?[{block_chars}])*)"
     flow = f"(?:{ident}|[A-Za-z_(/](?: ?[{flow_chars}])*)"
     return _FastRes(
         block=re.compile(block),
         flow=re.compile(flow),
         plain_list=re.compile(f"\\[{flow}(?:, {flow})*\\]"),
-        quoted=re.compile(
-            '(?:[^\\\\"\x00-\x1f\x7f-\x9f\u2028\u2029\ufeff\ufffe\uffff\ud800-\udfff]'
-            '|\\\\(?:[\\\\"ntr0NLP]|x[0-9a-fA-F]{2}|u[0-9a-fA-F]{4}))*'
-        ),
-        escape=re.compile(r"\\(x[0-9a-fA-F]{2}|u[0-9a-fA-F]{4}|.)"),
     )
+
+
+@functools.cache
+def _quoted_res() -> tuple[re.Pattern[str], re.Pattern[str]]:
+    """What a double-quoted scalar may hold, and its escapes: compiled only for a value that is
+    not plain printable ASCII (~0.4 ms, a large Unicode class)."""
+    quoted = re.compile(
+        '(?:[^\\\\"\x00-\x1f\x7f-\x9f\u2028\u2029\ufeff\ufffe\uffff\ud800-\udfff]'
+        '|\\\\(?:[\\\\"ntr0NLP]|x[0-9a-fA-F]{2}|u[0-9a-fA-F]{4}))*'
+    )
+    return quoted, re.compile(r"\\(x[0-9a-fA-F]{2}|u[0-9a-fA-F]{4}|.)")
 
 
 def _unescape(match: re.Match[str]) -> str:
@@ -417,9 +427,12 @@ def _unescape(match: re.Match[str]) -> str:
 
 
 def _fast_quoted(inner: str, res: _FastRes) -> str | None:
-    if not res.quoted.fullmatch(inner):
+    if inner.isascii() and inner.isprintable() and '"' not in inner and "\\" not in inner:
+        return inner  # what ``quoted`` accepts, with nothing to unescape
+    quoted, escape = _quoted_res()
+    if not quoted.fullmatch(inner):
         return None
-    return res.escape.sub(_unescape, inner) if "\\" in inner else inner
+    return escape.sub(_unescape, inner) if "\\" in inner else inner
 
 
 def _fast_scalar(raw: str, res: _FastRes, flow: bool = False) -> str | None:
@@ -884,6 +897,8 @@ def slugify(text: str, limit: int = SLUG_MAX) -> str:
     a first word longer than ``limit`` is kept whole (ids allow 160 characters), since half a word
     reads as another word.
     """
+    import unicodedata  # deferred: start-up (only a write mints an id)
+
     text = text.translate(_TRANSLIT)
     ascii_text = unicodedata.normalize("NFKD", text).encode("ascii", "ignore").decode()
     ascii_text = re.sub(r"(?<=[A-Za-z0-9])['`](?=[A-Za-z])", "", ascii_text)
