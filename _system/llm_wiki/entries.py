@@ -14,11 +14,10 @@ import datetime as dt
 import functools
 import re
 from collections.abc import Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
 from llm_wiki.errors import InvalidInput
-from llm_wiki.records import Frozen
+from llm_wiki.records import Frozen, dataclass_on_first_use
 from llm_wiki.yaml_input import (  # re-exported: the entry's readers import them from here
     LIMITS,
     TAG_FLOAT,
@@ -140,7 +139,7 @@ class Relation(Frozen):
         object.__setattr__(self, "kind", kind)
 
 
-@dataclass(frozen=True)
+@dataclass_on_first_use  # a frozen dataclass; list, which builds none, need not compile it
 class Entry:
     """One entry: its frontmatter fields (in KEY_ORDER) and its markdown body."""
 
@@ -163,7 +162,7 @@ class Entry:
     aliases: tuple[str, ...] = ()
     questions: tuple[str, ...] = ()
     sources: tuple[str, ...] = ()
-    extra: tuple[tuple[str, Any], ...] = field(default=())  # other frontmatter keys, sorted
+    extra: tuple[tuple[str, Any], ...] = ()  # other frontmatter keys, sorted
     body: str = ""
 
     @property

@@ -12,9 +12,12 @@ and copying and pickling by the fields. Give it ``__slots__ = FIELDS`` unless so
 
 from __future__ import annotations
 
+import threading
 from dataclasses import FrozenInstanceError
 from operator import attrgetter
-from typing import Any, ClassVar
+from typing import Any, ClassVar, TypeVar, dataclass_transform
+
+_MAKING = threading.Lock()  # two threads making the first instance at once
 
 
 class Frozen:
@@ -48,3 +51,36 @@ class Frozen:
 
     def __reduce__(self) -> tuple[Any, ...]:
         return (type(self), self._key(self))
+
+
+T = TypeVar("T")
+
+
+@dataclass_transform(frozen_default=True)
+def dataclass_on_first_use(cls: type[T]) -> type[T]:
+    """``@dataclass(frozen=True)``, applied to ``cls`` in place when the first instance is made.
+
+    For a class that must stay a dataclass (callers use ``dataclasses.replace`` on it) but that
+    many commands never instantiate (``list`` builds no :class:`~llm_wiki.entries.Entry`): they
+    skip the six methods the dataclass compiles. The class object is the same before and after.
+    Class-level introspection (``dataclasses.fields(cls)``) sees a dataclass only once an
+    instance was made, or after :func:`ensure_dataclass`.
+    """
+
+    def __init__(self: Any, *args: Any, **kwargs: Any) -> None:
+        ensure_dataclass(cls)
+        cls.__init__(self, *args, **kwargs)  # type: ignore[misc]  # the dataclass's own
+
+    cls.__init__ = __init__  # type: ignore[assignment,misc]
+    cls.__lazy_init__ = __init__  # type: ignore[attr-defined]
+    return cls
+
+
+def ensure_dataclass(cls: type[Any]) -> None:
+    """Make ``cls`` (decorated with :func:`dataclass_on_first_use`) a frozen dataclass now."""
+    import dataclasses  # deferred: start-up (loaded with the first such class it makes)
+
+    with _MAKING:
+        if cls.__dict__.get("__init__") is cls.__dict__.get("__lazy_init__"):
+            del cls.__init__
+            dataclasses.dataclass(frozen=True)(cls)
