@@ -233,7 +233,9 @@ def rebuild_index(wiki: Wiki, *, full: bool = False) -> IndexResult:
     from llm_wiki.catalog.result import IndexResult  # deferred: as above
 
     with _locked(wiki):
-        for folder in (wiki.state_dir / "tmp", wiki.state_dir, wiki.root, wiki.root / "index"):
+        index_dir = wiki.root / "index"
+        months = [p for p in index_dir.iterdir() if p.is_dir()] if index_dir.is_dir() else []
+        for folder in (wiki.state_dir / "tmp", wiki.state_dir, wiki.root, index_dir, *months):
             sweep_temp(folder)  # temp files of writes that were killed
         path = _catalog_path(wiki)
         try:
