@@ -49,6 +49,9 @@ ASSETS = ("site.css", "site.js", "minisearch.js", "minisearch-LICENSE.txt")
 LATEST = 12
 CHANGES = 10
 BODY_TERMS = 2000  # distinct body words per entry in the search index
+# Entries a subject page (actor, tag) or a domain's history lists before the rest goes on pages of
+# their own (see :func:`chunk`).
+PAGE_ENTRIES = 100
 # Folders of the wiki that hold its data or its generated views: never a site's --out.
 _WIKI_FOLDERS = ("entries", "raw", "archive", "index", "indexes", "graph", "inbox")
 
@@ -525,26 +528,19 @@ class _Builder:
         yield "index.html", "home.html", self.home, (), None, every
         yield "search.html", "search.html", self.search_page, (), None, every
         yield "domains/index.html", "domains.html", self.domain_list, (), None, every
-        for domain in sorted({r.domain for r in view.rows}):
-            yield (
-                f"domains/{domain}.html",
-                "domain.html",
-                self.domain,
-                (domain,),
-                None,
-                (f"d:{domain}",),
-            )
+        for domain, rows in sorted(self.by_domain().items()):
+            key = (f"d:{domain}",)
+            yield f"domains/{domain}.html", "domain.html", self.domain, (domain,), None, key
+            for j in range(1, chunks(len(rows))):
+                path = f"domains/{domain}/{j}.html"
+                yield path, "history.html", self.history, (domain, j), None, key
         tags, actors = self.subjects()
         yield "tags/index.html", "subjects.html", self.subject_list, ("tag", tags), None, every
         for name in sorted(tags):
-            yield (
-                f"tags/{slug(name)}.html",
-                "tag.html",
-                self.tag,
-                (name, tags),
-                None,
-                (f"t:{name}",),
-            )
+            key, base = (f"t:{name}",), f"tags/{slug(name)}"
+            yield f"{base}.html", "tag.html", self.tag, (name, tags, 0), None, key
+            for j in range(1, chunks(len(tags[name]))):
+                yield f"{base}/{j}.html", "tag.html", self.tag, (name, tags, j), None, key
         yield (
             "actors/index.html",
             "subjects.html",
@@ -554,14 +550,10 @@ class _Builder:
             every,
         )
         for name in sorted(actors):
-            yield (
-                f"actors/{slug(name)}.html",
-                "actor.html",
-                self.actor,
-                (name, actors),
-                None,
-                (f"a:{name}",),
-            )
+            key, base = (f"a:{name}",), f"actors/{slug(name)}"
+            yield f"{base}.html", "actor.html", self.actor, (name, actors, 0), None, key
+            for j in range(1, chunks(len(actors[name]))):
+                yield f"{base}/{j}.html", "actor.html", self.actor, (name, actors, j), None, key
         by_id, entry = view.by_id, self.entry
         for entry_id in sorted(by_id):
             yield f"entries/{entry_id}.html", "entry.html", entry, (by_id[entry_id],), None, ()
@@ -898,9 +890,18 @@ class _Builder:
             }
         return got
 
+    def by_domain(self) -> dict[str, list[Row]]:
+        """Domain -> its visible rows, newest first."""
+        if not hasattr(self, "_by_domain"):
+            found: dict[str, list[Row]] = {}
+            for row in self.view.rows:
+                found.setdefault(row.domain, []).append(row)
+            self._by_domain = found
+        return self._by_domain
+
     def domain(self, domain: str) -> dict[str, Any]:
         view = self.view
-        rows = [r for r in view.rows if r.domain == domain]  # newest first
+        rows = self.by_domain()[domain]  # newest first
         decisions = [r for r in rows if r.type == "decision"]
         syntheses = [
             r
@@ -937,7 +938,17 @@ class _Builder:
             "closed_incidents": [self.ref(r) for r in incidents if r.id not in view.open_incidents],
             "timeline": timeline,
             "months": self.months(rows),
-            "history": [self.ref(r) for r in rows],
+            "history": [self.ref(r) for r in chunk(rows, 0)],
+            "pager": pager(f"domains/{domain}", 0, len(rows)),
+        }
+
+    def history(self, domain: str, j: int) -> dict[str, Any]:
+        """Page ``j`` of a domain's history (see :func:`chunk`)."""
+        rows = self.by_domain()[domain]
+        return {
+            "domain": domain,
+            "history": [self.ref(r) for r in chunk(rows, j)],
+            "pager": pager(f"domains/{domain}", j, len(rows)),
         }
 
     def subject_list(self, kind: str, subjects: dict[str, list[Row]]) -> dict[str, Any]:
@@ -949,23 +960,34 @@ class _Builder:
             ],
         }
 
-    def tag(self, name: str, tags: dict[str, list[Row]]) -> dict[str, Any]:
+    def tag(self, name: str, tags: dict[str, list[Row]], j: int = 0) -> dict[str, Any]:
+        """A tag's page: its entries by domain; ``j``: page ``j`` of them (see :func:`chunk`)."""
         groups: dict[str, list[dict[str, Any]]] = {}
-        for r in tags[name]:
+        every = tags[name]
+        shown = chunk(every, j)
+        for r in shown:
             groups.setdefault(r.domain, []).append(self.ref(r))
         return {
             "name": name,
-            "entries": len(tags[name]),
+            "shown": len(shown),
+            "entries": len(every) if j == 0 else 0,
+            "domains": len({r.domain for r in every}) if j == 0 else 0,
             "groups": [[d, groups[d]] for d in sorted(groups)],
+            "pager": pager(f"tags/{slug(name)}", j, len(every)),
         }
 
-    def actor(self, name: str, actors: dict[str, list[Row]]) -> dict[str, Any]:
+    def actor(self, name: str, actors: dict[str, list[Row]], j: int = 0) -> dict[str, Any]:
+        """A person's page: what they decided, with whom, what they superseded; ``j``: page
+        ``j`` of their entries (see :func:`chunk`), which says only what those decided."""
         view = self.view
-        rows = actors[name]
+        every = actors[name]
+        rows = chunk(every, j)
         decisions = [r for r in rows if r.type == "decision"]
         order = {"active": 0, "proposed": 1}
         decided = sorted(decisions, key=lambda r: order.get(view.status(r), 2))
-        partners = Counter(a for r in rows for a in dict.fromkeys(r.actors) if a != name)
+        partners: Counter[str] = Counter()
+        if j == 0:
+            partners.update(a for r in every for a in dict.fromkeys(r.actors) if a != name)
         superseded = [
             {"new": self.ref(r), "old": self.refs(view.supersedes[r.id])}
             for r in decisions
@@ -973,7 +995,8 @@ class _Builder:
         ]
         return {
             "name": name,
-            "entries": len(rows),
+            "entries": len(every) if j == 0 else 0,
+            "decisions": sum(1 for r in every if r.type == "decision") if j == 0 else 0,
             "decided": [self.decision(r) for r in decided],
             "partners": [
                 {"name": a, "slug": slug(a), "together": n}
@@ -981,6 +1004,7 @@ class _Builder:
             ],
             "superseded": superseded,
             "other": [self.ref(r) for r in rows if r.type != "decision"],
+            "pager": pager(f"actors/{slug(name)}", j, len(every)),
         }
 
     def lineage(self, row: Row) -> list[dict[str, Any]]:
@@ -1281,6 +1305,44 @@ def _environment() -> Any:
     env.globals["slug"] = slug
     env.globals["h"] = html
     return env
+
+
+def chunks(n: int) -> int:
+    """How many pages list ``n`` entries: PAGE_ENTRIES to a page, the newest 1-2 pages' worth on
+    the main one."""
+    return max(1, n // PAGE_ENTRIES)
+
+
+def chunk(rows: list[Row], j: int) -> list[Row]:
+    """The rows (newest first) a list page shows: page ``j`` (1, 2, ... counted from the oldest)
+    holds the oldest-first entries ``(j-1)*PAGE_ENTRIES`` to ``j*PAGE_ENTRIES - 1``; the main page
+    (``j`` 0) the newest, from the last full page on. Pages are counted from the oldest so that a
+    new entry changes the main page and no other (an older page changes only when an entry on it
+    does, or one before it comes or goes)."""
+    n = len(rows)
+    k = chunks(n)
+    if j == 0:
+        return rows[: n - (k - 1) * PAGE_ENTRIES]
+    return rows[n - j * PAGE_ENTRIES : n - (j - 1) * PAGE_ENTRIES]
+
+
+def pager(base: str, j: int, n: int) -> dict[str, Any]:
+    """Links between the pages of the list at ``base`` (``base``.html the main page,
+    ``base``/J.html page J). The main page links to every other; page J to its neighbours and
+    says which entries it holds counted from the oldest, so that it does not change as the list
+    grows (the page before the main one aside, whose newer neighbour becomes a page of its
+    own)."""
+    k = chunks(n)
+    if j == 0:
+        return {"base": base, "page": 0, "older": list(range(k - 1, 0, -1))}
+    return {
+        "base": base,
+        "page": j,
+        "newer": j + 1 if j + 1 < k else 0,
+        "older": j - 1,
+        "first": (j - 1) * PAGE_ENTRIES + 1,
+        "last": j * PAGE_ENTRIES,
+    }
 
 
 def _asset(name: str) -> dict[str, Any]:
