@@ -217,7 +217,13 @@ def _build_site(
         }
 
     with contextlib.suppress(OSError):  # no state kept: the next build is a full one
-        state.save(saved, saved_state)
+        if prev is None or change is None or state.should_compact(prev):
+            state.save(saved, saved_state)
+        else:
+            logged = {
+                line[2] for line in inputs.new or () if line[1] in ("write", "archive") and line[2]
+            }
+            state.append(saved, prev, saved_state, change.delta, logged)
     return SiteResult(
         out=str(target),
         reader=viewer.name,
@@ -299,6 +305,7 @@ class _Change:
     keys: set[str]
     domains: set[str] | None
     tuples: list[tuple[Any, ...]]
+    delta: dict[str, tuple[Any, ...] | None]  # the row of each changed id now (None: gone)
 
 
 _SUPERSEDES = state._FIELDS.index("supersedes")
@@ -313,6 +320,13 @@ def _follow(
     """The rows now, from the last build's and the catalog's rows of what the new log lines
     and the changed entry files name."""
     old = {t[0]: t for t in prev["rows"]}
+    pending = prev.get("rows_delta")  # rows changed by the builds whose records were replayed
+    if pending:
+        for i, t in pending.items():
+            if t is None:
+                old.pop(i, None)
+            else:
+                old[i] = t
     named = {line[2] for line in inputs.new or () if line[1] == "write" and line[2]}
     named |= {os.path.basename(rel)[:-3] for rel in hashes.changed}
     named |= {os.path.basename(rel)[:-3] for rel in set(hashes.old_files) - set(hashes.files)}
@@ -337,7 +351,7 @@ def _follow(
         else:
             merged[i] = now[i]
     tuples = list(merged.values())
-    if changed:
+    if changed or pending:
         tuples.sort(key=lambda t: t[0], reverse=True)  # the catalog's order: date DESC,
         tuples.sort(key=lambda t: bool(t[_SUPERSEDED_BY]))  # superseded last, id DESC
         tuples.sort(key=lambda t: t[_DATE], reverse=True)
@@ -380,7 +394,8 @@ def _follow(
         keys.add("*")
     if keys or inputs.new:
         keys.add("*")
-    return rows, _Change(changed, touched, keys, domains, tuples)
+    delta = {i: merged.get(i) for i in changed}
+    return rows, _Change(changed, touched, keys, domains, tuples, delta)
 
 
 def _member_keys(row: Row) -> Iterator[str]:
