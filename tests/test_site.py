@@ -214,6 +214,23 @@ def test_a_long_list_goes_on_pages_and_a_write_renders_only_the_newest(
     assert 'href="../../actors/zoe/1.html"' in page2 and 'href="../../actors/zoe.html"' in page2
 
 
+def test_a_tag_or_person_named_index_does_not_take_the_list_page(example, tmp_path):
+    from conftest import Cli
+
+    cli = Cli(example)
+    cli.json(*write_args("Index the ledger by month", tag=["index"], actor=["index"]))
+    out = tmp_path / "site"
+    result = build(cli, "--out", str(out))
+    assert len(result["written"]) == len(set(result["written"]))  # no page planned twice
+    for folder, title in (("tags", "<h1>Tags</h1>"), ("actors", "<h1>People</h1>")):
+        listing = (out / folder / "index.html").read_text()
+        assert title in listing
+        page = re.search(rf'href="\.\./{folder}/(index-[0-9a-f]{{6}})\.html"', listing)
+        assert (
+            page and "Index the ledger by month" in (out / folder / f"{page[1]}.html").read_text()
+        )
+
+
 def test_a_page_no_longer_planned_is_removed_and_other_files_are_refused(example, tmp_path):
     from conftest import Cli
 

@@ -483,7 +483,12 @@ class _Builder:
         domains = change.domains if change is not None else None
         if domains is not None and not domains:
             return self.prev["states"]  # type: ignore[index]
-        rows = view.rows if domains is None else [r for r in view.rows if r.domain in domains]
+        if domains is None:
+            rows = view.rows
+        elif len(domains) == 1:
+            rows = self.by_domain().get(next(iter(domains)), [])
+        else:
+            rows = [r for r in view.rows if r.domain in domains]
         try:
             got = domain_states(view.wiki, view.viewer, rows, self.inputs.skips)
         except WikiError:
@@ -784,7 +789,7 @@ class _Builder:
         """ADR file name -> the visible entry imported from it (the newest, if several)."""
         if not hasattr(self, "_adr"):
             found: dict[str, str] = {}
-            for row in sorted(self.view.rows, key=lambda r: (r.date, r.id)):
+            for row in sorted(self._groups["adr"], key=lambda r: (r.date, r.id)):
                 for s in row.sources:
                     if s.startswith("adr:"):
                         found[s[4:]] = row.id
@@ -807,17 +812,67 @@ class _Builder:
         return out
 
     # -- contexts
+    @functools.cached_property
+    def _groups(self) -> dict[str, Any]:
+        """The visible rows grouped as the plan and the lists need them, in one pass (a rebuild
+        after any write needs them all): by domain, tag, actor and month (each newest first),
+        the raw sources cited and the rows citing an ADR file."""
+        by_domain: dict[str, list[Row]] = {}
+        tags: dict[str, list[Row]] = {}
+        actors: dict[str, list[Row]] = {}
+        by_month: dict[str, list[Row]] = {}
+        raw: dict[str, list[tuple[int | None, int | None, str]]] = {}
+        adr: list[Row] = []
+        for row in self.view.rows:
+            got = by_domain.get(row.domain)
+            if got is None:
+                by_domain[row.domain] = [row]
+            else:
+                got.append(row)
+            if row.tags:
+                for t in dict.fromkeys(row.tags) if len(row.tags) > 1 else row.tags:
+                    got = tags.get(t)
+                    if got is None:
+                        tags[t] = [row]
+                    else:
+                        got.append(row)
+            if row.actors:
+                for a in dict.fromkeys(row.actors) if len(row.actors) > 1 else row.actors:
+                    got = actors.get(a)
+                    if got is None:
+                        actors[a] = [row]
+                    else:
+                        got.append(row)
+            month = row.date[:7]
+            got = by_month.get(month)
+            if got is None:
+                by_month[month] = [row]
+            else:
+                got.append(row)
+            if row.sources:
+                cites_adr = False
+                for s in row.sources:
+                    if s.startswith("raw/"):
+                        for name, first, last in raw_sources((s,)):
+                            raw.setdefault(name, []).append((first, last, row.id))
+                    elif s.startswith("adr:"):
+                        cites_adr = True
+                if cites_adr:
+                    adr.append(row)
+        return {
+            "domain": by_domain,
+            "tag": tags,
+            "actor": actors,
+            "month": by_month,
+            "raw": {
+                k: sorted(v, key=lambda t: (t[0] or 0, t[1] or 0, t[2])) for k, v in raw.items()
+            },
+            "adr": adr,
+        }
+
     def subjects(self) -> tuple[dict[str, list[Row]], dict[str, list[Row]]]:
-        if not hasattr(self, "_subjects"):
-            tags: dict[str, list[Row]] = {}
-            actors: dict[str, list[Row]] = {}
-            for row in self.view.rows:
-                for t in dict.fromkeys(row.tags):
-                    tags.setdefault(t, []).append(row)
-                for a in dict.fromkeys(row.actors):
-                    actors.setdefault(a, []).append(row)
-            self._subjects = (tags, actors)
-        return self._subjects
+        groups = self._groups
+        return groups["tag"], groups["actor"]
 
     def months(self, rows: list[Row]) -> dict[str, dict[str, int]]:
         counts: dict[str, Counter[str]] = {}
@@ -907,12 +962,7 @@ class _Builder:
 
     def by_domain(self) -> dict[str, list[Row]]:
         """Domain -> its visible rows, newest first."""
-        if not hasattr(self, "_by_domain"):
-            found: dict[str, list[Row]] = {}
-            for row in self.view.rows:
-                found.setdefault(row.domain, []).append(row)
-            self._by_domain = found
-        return self._by_domain
+        return self._groups["domain"]  # type: ignore[no-any-return]
 
     def domain(self, domain: str) -> dict[str, Any]:
         view = self.view
@@ -1083,15 +1133,7 @@ class _Builder:
 
     def raw_cited(self) -> dict[str, list[tuple[int | None, int | None, str]]]:
         """Raw sources cited by visible entries -> (first, last, citing id)."""
-        if not hasattr(self, "_raw"):
-            found: dict[str, list[tuple[int | None, int | None, str]]] = {}
-            for row in self.view.rows:
-                for name, first, last in raw_sources(row.sources):
-                    found.setdefault(name, []).append((first, last, row.id))
-            self._raw = {
-                k: sorted(v, key=lambda t: (t[0] or 0, t[1] or 0, t[2])) for k, v in found.items()
-            }
-        return self._raw
+        return self._groups["raw"]  # type: ignore[no-any-return]
 
     def raw(self, name: str) -> dict[str, Any]:
         cited = self.raw_cited()[name]
@@ -1194,10 +1236,10 @@ class _Builder:
         return {"shards": self.shard_months()}
 
     def shard_months(self) -> list[str]:
-        return sorted({r.date[:7] for r in self.view.rows})
+        return sorted(self._groups["month"])
 
     def shard(self, month: str) -> dict[str, Any]:
-        rows = sorted((r for r in self.view.rows if r.date[:7] == month), key=lambda r: r.id)
+        rows = sorted(self._groups["month"][month], key=lambda r: r.id)
         return {
             "docs": [
                 [
@@ -1366,8 +1408,8 @@ def _asset(name: str) -> dict[str, Any]:
 
 def slug(name: str) -> str:
     """A file name for a tag or actor: the name itself when it is already one, else a slug
-    with a short hash (two names never share a page)."""
-    if NAME_RE.match(name):
+    with a short hash (two names never share a page, and none takes the list's index.html)."""
+    if NAME_RE.match(name) and name != "index":
         return name
     return f"{slugify(name, 40) or 'x'}-{sha256_hex(name.encode())[:6]}"
 

@@ -67,14 +67,32 @@ def row_tuple(row: Row) -> tuple[Any, ...]:
     return tuple(values)
 
 
-def tuple_row(values: tuple[Any, ...], _new: Any = object.__new__) -> Row:
+class StateRow(Row):
+    """A row read back from the state: its alternatives stay (id, reason) pairs until asked for
+    (a rebuild makes 10,000 rows and shows the alternatives of a few)."""
+
+    __slots__ = ()
+
+    @property  # type: ignore[override]
+    def alternatives(self) -> tuple[Alternative, ...]:  # type: ignore[override]
+        got = self.__dict__["alternatives"]
+        if got and type(got[0]) is tuple:
+            got = tuple([Alternative(a, b) for a, b in got])
+            self.__dict__["alternatives"] = got
+        return got  # type: ignore[no-any-return]
+
+
+def tuple_row(
+    values: tuple[Any, ...],
+    _new: Any = object.__new__,
+    _set: Any = object.__setattr__,
+    _fields: tuple[str, ...] = _FIELDS,
+) -> Row:
     """The inverse of :func:`row_tuple`, without the dataclass's per-field __init__."""
-    row = _new(Row)
-    fields = dict(zip(_FIELDS, values, strict=True))
-    alts = values[_ALT]
-    fields["alternatives"] = tuple([Alternative(a, b) for a, b in alts]) if alts else ()
+    row = _new(StateRow)
+    fields = dict(zip(_fields, values, strict=True))
     fields["rowid"] = 0
-    object.__setattr__(row, "__dict__", fields)
+    _set(row, "__dict__", fields)
     return row
 
 
