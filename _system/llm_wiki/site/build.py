@@ -12,6 +12,7 @@ wiki and reader give the same bytes.
 
 from __future__ import annotations
 
+import bisect
 import contextlib
 import functools
 import gc
@@ -306,6 +307,7 @@ class _Change:
     domains: set[str] | None
     tuples: list[tuple[Any, ...]]
     delta: dict[str, tuple[Any, ...] | None]  # the row of each changed id now (None: gone)
+    before: dict[str, Row]  # the row of each changed id as the last build had it (if it had)
 
 
 _SUPERSEDES = state._FIELDS.index("supersedes")
@@ -395,7 +397,20 @@ def _follow(
     if keys or inputs.new:
         keys.add("*")
     delta = {i: merged.get(i) for i in changed}
-    return rows, _Change(changed, touched, keys, domains, tuples, delta)
+    before = {i: state.tuple_row(old[i]) for i in changed if i in old}
+    return rows, _Change(changed, touched, keys, domains, tuples, delta, before)
+
+
+def _order(row: Row) -> tuple[str, int, str]:
+    """A row's place in the catalog's order read from the oldest (date, superseded first, id)."""
+    return (row.date, 0 if row.superseded_by else 1, row.id)
+
+
+_MEMBER: dict[str, Callable[[Row, str], bool]] = {
+    "d": lambda row, name: row.domain == name,
+    "t": lambda row, name: name in row.tags,
+    "a": lambda row, name: name in row.actors,
+}
 
 
 def _member_keys(row: Row) -> Iterator[str]:
@@ -472,6 +487,7 @@ class _Builder:
         self._refs: dict[str, dict[str, Any]] = {}
         self._decisions: dict[str, dict[str, Any]] = {}
         self._body: tuple[str, str] = ("", "")
+        self.force: set[str] = set()  # pages to plan again whatever their keys (first_moved)
         self.states = self.domain_states()
 
     def domain_states(self) -> list[list[Any]]:
@@ -548,19 +564,26 @@ class _Builder:
         yield "index.html", "home.html", self.home, (), None, every
         yield "search.html", "search.html", self.search_page, (), None, every
         yield "domains/index.html", "domains.html", self.domain_list, (), None, every
+        force = self.force
         for domain, rows in sorted(self.by_domain().items()):
             key = (f"d:{domain}",)
             yield f"domains/{domain}.html", "domain.html", self.domain, (domain,), None, key
+            moved = self.first_moved("d", domain, rows)
             for j in range(1, chunks(len(rows))):
                 path = f"domains/{domain}/{j}.html"
-                yield path, "history.html", self.history, (domain, j), None, key
+                if j >= moved:
+                    force.add(path)
+                yield path, "history.html", self.history, (domain, j), None, ()
         tags, actors = self.subjects()
         yield "tags/index.html", "subjects.html", self.subject_list, ("tag", tags), None, every
         for name in sorted(tags):
             key, base = (f"t:{name}",), f"tags/{slug(name)}"
             yield f"{base}.html", "tag.html", self.tag, (name, tags, 0), None, key
+            moved = self.first_moved("t", name, tags[name])
             for j in range(1, chunks(len(tags[name]))):
-                yield f"{base}/{j}.html", "tag.html", self.tag, (name, tags, j), None, key
+                if j >= moved:
+                    force.add(f"{base}/{j}.html")
+                yield f"{base}/{j}.html", "tag.html", self.tag, (name, tags, j), None, ()
         yield (
             "actors/index.html",
             "subjects.html",
@@ -572,8 +595,11 @@ class _Builder:
         for name in sorted(actors):
             key, base = (f"a:{name}",), f"actors/{slug(name)}"
             yield f"{base}.html", "actor.html", self.actor, (name, actors, 0), None, key
+            moved = self.first_moved("a", name, actors[name])
             for j in range(1, chunks(len(actors[name]))):
-                yield f"{base}/{j}.html", "actor.html", self.actor, (name, actors, j), None, key
+                if j >= moved:
+                    force.add(f"{base}/{j}.html")
+                yield f"{base}/{j}.html", "actor.html", self.actor, (name, actors, j), None, ()
         by_id, entry = view.by_id, self.entry
         for entry_id in sorted(by_id):
             yield f"entries/{entry_id}.html", "entry.html", entry, (by_id[entry_id],), None, ()
@@ -593,6 +619,36 @@ class _Builder:
             yield f"search/{month}.js", "", self.shard, (month,), self.make_shard, (f"m:{month}",)
         for name in ASSETS:
             yield f"assets/{name}", "", _asset, (name,), self.make_asset, ()
+
+    def first_moved(self, kind: str, name: str, rows: list[Row]) -> int:
+        """The first of the older pages of a list (see :func:`chunk`) that may hold other
+        entries than the last build's: an entry that came, went or moved (its row changed) puts
+        every entry after it one place on, while the pages before it hold the same entries in the
+        same order, whose own changes their ``e:`` keys follow. Those pages are keyed by their
+        entries, not by the list's ``d:``/``t:``/``a:`` key, so a write plans the main page and
+        not the thousands of entries on the others. A page whose newer neighbour changes (the
+        number of pages did) counts as moved. ``rows``: the list now, newest first."""
+        change = self.change
+        if change is None:
+            return 1
+        if f"{kind}:{name}" not in change.keys:
+            return len(rows)  # no page: nothing in the list came, went or changed
+        member = _MEMBER[kind]
+        by_id = self.view.by_id
+        now = [by_id[i] for i in change.rows if i in by_id and member(by_id[i], name)]
+        was = [r for r in change.before.values() if member(r, name)]
+        if not now and not was:
+            return len(rows)
+        order = [_order(r) for r in reversed(rows)]  # oldest first: ascending
+        changed = sorted(_order(r) for r in now)
+        # entries the list holds now, before the first changed one in either version: the same
+        # unchanged entries in the same order in both
+        same = min(
+            bisect.bisect_left(order, key) - bisect.bisect_left(changed, key)
+            for key in map(_order, now + was)
+        )
+        pages = min(chunks(len(rows)), chunks(len(rows) - len(now) + len(was)))
+        return max(1, min(same // PAGE_ENTRIES + 1, pages - 1))
 
     # -- running it
     def run(self) -> tuple[list[str], list[str], int]:
@@ -614,11 +670,12 @@ class _Builder:
         index = self._index = {k: i for i, k in enumerate(self.keys)}
         dirty = {index[k] for k in change.keys if k in index} if change is not None else set()
         following = change is not None
+        force = self.force  # filled by the plan as it goes
         shown = progress.current()
         shown.task("site")
         skipped = 0  # pages left alone, counted as done in batches
         for path, template, function, args, make, keys in self.plan():
-            if following and path in prev_deps and path in old:
+            if following and path in prev_deps and path in old and path not in force:
                 before = prev_deps[path]
                 if dirty.isdisjoint(before):  # nothing it is made from changed
                     pages[path] = old[path]
