@@ -231,6 +231,36 @@ def test_a_tag_or_person_named_index_does_not_take_the_list_page(example, tmp_pa
         )
 
 
+def test_a_rebuild_appends_to_the_build_state_and_a_broken_record_means_a_full_build(
+    example, tmp_path, monkeypatch
+):
+    """After a full build the state is one file; a rebuild appends what it changed to
+    ``<state>.log`` and leaves the file alone; a record that does not follow (cut short here)
+    makes the next build a full one, which gives the same folder as a build from scratch."""
+    from conftest import Cli
+    from llm_wiki.verify import HashCache
+
+    monkeypatch.setattr(HashCache, "RACY_NS", 0)  # builds follow each other within ms
+    cli = Cli(example)
+    out = tmp_path / "site"
+    build(cli, "--out", str(out))
+    folder = example / ".llm-wiki" / "site-state"
+    (base,) = [p for p in folder.iterdir() if p.is_file()]
+    stamp = base.stat().st_mtime_ns, base.read_bytes()
+    log = base.with_name(base.name + ".log")
+    cli.json(*write_args("Appended decision", domain="ledger", tag=["database"]))
+    result = build(cli, "--out", str(out))
+    assert len(result["written"]) < 30  # followed, not built again
+    assert (base.stat().st_mtime_ns, base.read_bytes()) == stamp
+    assert 0 < 4 * log.stat().st_size < len(stamp[1])  # the next build would append again
+    log.write_bytes(log.read_bytes()[:-7])
+    cli.json(*write_args("After the cut", domain="ledger"))
+    build(cli, "--out", str(out))
+    assert not log.exists() and base.read_bytes() != stamp[1]  # written whole again
+    build(cli, "--out", str(tmp_path / "fresh"), "--full")
+    assert tree(out) == tree(tmp_path / "fresh")
+
+
 def test_a_page_no_longer_planned_is_removed_and_other_files_are_refused(example, tmp_path):
     from conftest import Cli
 
