@@ -331,7 +331,7 @@ def _follow(
                 old[i] = t
     named = {line[2] for line in inputs.new or () if line[1] == "write" and line[2]}
     named |= {os.path.basename(rel)[:-3] for rel in hashes.changed}
-    named |= {os.path.basename(rel)[:-3] for rel in set(hashes.old_files) - set(hashes.files)}
+    named |= {os.path.basename(rel)[:-3] for rel in hashes.old_files.keys() - hashes.files.keys()}
 
     def get(entry_id: str) -> tuple[Any, ...] | None:
         row = catalog.get(entry_id, viewer)
@@ -352,11 +352,13 @@ def _follow(
             merged.pop(i, None)
         else:
             merged[i] = now[i]
-    tuples = list(merged.values())
-    if changed or pending:
-        tuples.sort(key=lambda t: t[0], reverse=True)  # the catalog's order: date DESC,
-        tuples.sort(key=lambda t: bool(t[_SUPERSEDED_BY]))  # superseded last, id DESC
-        tuples.sort(key=lambda t: t[_DATE], reverse=True)
+    moved = changed | set(pending or ())
+    if moved:  # the others keep their order: each moved row goes back in its place
+        tuples = [t for t in prev["rows"] if t[0] not in moved]
+        for i in sorted(moved):
+            t = merged.get(i)
+            if t is not None:
+                tuples.insert(_place(tuples, t), t)
     else:
         tuples = prev["rows"]
     rows = [state.tuple_row(t) for t in tuples]
@@ -399,6 +401,21 @@ def _follow(
     delta = {i: merged.get(i) for i in changed}
     before = {i: state.tuple_row(old[i]) for i in changed if i in old}
     return rows, _Change(changed, touched, keys, domains, tuples, delta, before)
+
+
+def _place(tuples: list[tuple[Any, ...]], t: tuple[Any, ...]) -> int:
+    """Where row tuple ``t`` goes in ``tuples``, which are in the catalog's order (date DESC,
+    superseded last, id DESC: descending by (date, 1 if not superseded else 0, id))."""
+    key = (t[_DATE], 0 if t[_SUPERSEDED_BY] else 1, t[0])
+    lo, hi = 0, len(tuples)
+    while lo < hi:
+        mid = (lo + hi) // 2
+        m = tuples[mid]
+        if (m[_DATE], 0 if m[_SUPERSEDED_BY] else 1, m[0]) > key:
+            lo = mid + 1
+        else:
+            hi = mid
+    return lo
 
 
 def _order(row: Row) -> tuple[str, int, str]:
@@ -880,7 +897,17 @@ class _Builder:
         by_month: dict[str, list[Row]] = {}
         raw: dict[str, list[tuple[int | None, int | None, str]]] = {}
         adr: list[Row] = []
+        incidents: list[Row] = []
+        syntheses: list[Row] = []
+        archived: dict[str, list[Row]] = {}
         for row in self.view.rows:
+            kind = row.type
+            if kind == "incident":
+                incidents.append(row)
+            elif kind == "synthesis" and row.origin == "consolidated":
+                syntheses.append(row)
+            if row.archive:
+                archived.setdefault(row.archive, []).append(row)
             got = by_domain.get(row.domain)
             if got is None:
                 by_domain[row.domain] = [row]
@@ -925,6 +952,9 @@ class _Builder:
                 k: sorted(v, key=lambda t: (t[0] or 0, t[1] or 0, t[2])) for k, v in raw.items()
             },
             "adr": adr,
+            "incident": incidents,
+            "synthesis": syntheses,
+            "archive": archived,
         }
 
     def subjects(self) -> tuple[dict[str, list[Row]], dict[str, list[Row]]]:
@@ -991,7 +1021,7 @@ class _Builder:
             "by_status": totals["by_status"],
             "latest": [self.ref(r) for r in rows[:LATEST]],
             "changes": changes,
-            "open_incidents": [self.ref(r) for r in rows if r.id in incidents],
+            "open_incidents": [self.ref(r) for r in self._groups["incident"] if r.id in incidents],
             "proposed": [self.ref(r) for r in totals["proposed"]],
             "domains": self.domain_rows(),
             "months": totals["months"],
@@ -1206,10 +1236,7 @@ class _Builder:
         months = Counter(item.month for item in log)
         lint = [self.log_dict(i) for i in log if i.op == "lint"][-20:]
         skips = [self.log_dict(i) for i in log if i.op == "consolidate-skip"][-20:]
-        archives: dict[str, list[Row]] = {}
-        for r in view.rows:
-            if r.archive:
-                archives.setdefault(r.archive, []).append(r)
+        archives: dict[str, list[Row]] = self._groups["archive"]
         llm = view.llm
         return {
             "verify": {
@@ -1235,11 +1262,7 @@ class _Builder:
                 "by_day": [[k, v] for k, v in llm["by_day"].items()][-60:],
                 "by_scope": [[k, v] for k, v in llm["by_scope"].items()],
             },
-            "syntheses": [
-                self.ref(r)
-                for r in view.rows
-                if r.type == "synthesis" and r.origin == "consolidated"
-            ][:30],
+            "syntheses": [self.ref(r) for r in self._groups["synthesis"]][:30],
             "skips": skips,
             "failures": [
                 {"time": f.time, "scope": f.scope, "domain": f.domain, "reasons": list(f.reasons)}
