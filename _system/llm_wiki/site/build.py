@@ -266,7 +266,7 @@ class _Inputs:
         for end, line in store.read_log(wiki, start):
             new.append(line)
             offset = end
-        digested = [digest(line) for line in new]
+        digested = [_shown(digest(line)) for line in new]
         if prev is None:
             logged = logged_entries(new)
             skips = logged_skips(new)
@@ -293,6 +293,24 @@ class _Inputs:
         if prev["hard"] != self.hard:
             return False
         return all(line[1] in state.FOLLOWED_OPS for line in self.new)
+
+
+_UNSHOWN = ("sha256", "path")  # fields of a log line no page shows (see macros.log_table)
+
+
+def _shown(line: Line) -> Line:
+    """A log line without the fields no page shows: a write line's sha256 and path are most of
+    the build state's copy of log.md."""
+    fields = line[3]
+    if any(k in _UNSHOWN for k, _ in fields):
+        return (
+            line[0],
+            line[1],
+            line[2],
+            tuple([kv for kv in fields if kv[0] not in _UNSHOWN]),
+            line[4],
+        )
+    return line
 
 
 @dataclass
@@ -623,7 +641,7 @@ class _Builder:
         for name in sorted(self.raw_cited()):
             yield f"raw/{name[4:]}.html", "raw.html", self.raw, (name,), None, (f"r:{name}",)
         yield "inspector/index.html", "inspector.html", self.inspector, (), None, every
-        for month in sorted({item.month for item in view.log}):
+        for month in sorted(self._log_months):
             yield (
                 f"inspector/log-{month}.html",
                 "log.html",
@@ -1233,7 +1251,7 @@ class _Builder:
         view = self.view
         log = view.log
         result = view.verify
-        months = Counter(item.month for item in log)
+        months = {m: len(items) for m, items in self._log_months.items()}
         lint = [self.log_dict(i) for i in log if i.op == "lint"][-20:]
         skips = [self.log_dict(i) for i in log if i.op == "consolidate-skip"][-20:]
         archives: dict[str, list[Row]] = self._groups["archive"]
@@ -1300,12 +1318,21 @@ class _Builder:
             "fields": [list(kv) for kv in item.fields],
         }
 
+    @functools.cached_property
+    def _log_months(self) -> dict[str, list[Any]]:
+        """The log lines this reader sees, by month (in log.md's order)."""
+        found: dict[str, list[Any]] = {}
+        for item in self.view.log:
+            month = item.time[:7]
+            got = found.get(month)
+            if got is None:
+                found[month] = [item]
+            else:
+                got.append(item)
+        return found
+
     def log(self, month: str) -> dict[str, Any]:
-        if not hasattr(self, "_by_month"):
-            self._by_month: dict[str, list[Any]] = {}
-            for item in self.view.log:
-                self._by_month.setdefault(item.month, []).append(item)
-        items = [self.log_dict(i) for i in self._by_month.get(month, [])]
+        items = [self.log_dict(i) for i in self._log_months.get(month, [])]
         return {
             "month": month,
             "items": items,
