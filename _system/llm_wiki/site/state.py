@@ -32,6 +32,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import hashlib
+import io
 import marshal
 import os
 from collections.abc import Callable
@@ -191,8 +192,6 @@ def load(path: Path, code: str, reader: str, manifest_sha: str) -> dict[str, Any
 def _replay(data: dict[str, Any], records: bytes) -> bool:
     """Apply the appended records in order; False if one does not follow from the state before
     it (or cannot be read)."""
-    import io
-
     stream = io.BytesIO(records)
     rows, lines, logged = data["rows_delta"], data["lines"], data["logged"]
     keys, deps, files = data["keys"], data["deps"], data["files"]
