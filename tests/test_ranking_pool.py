@@ -87,10 +87,13 @@ def test_the_split_pool_is_fts5s_pool(db, weights, size):
 
 def test_no_split_when_it_could_change_the_pool(db):
     df, rows = _df(db), lexical._averages(db)[0]
-    # a common term between two rare ones cannot be written apart in the question's order
-    assert pool.bm25_pool(db, ["kafka", "use", "queue"], 50, lexical._weights(), df, rows) is None
-    # every term common: nothing to prune by
-    assert pool.bm25_pool(db, ["use", "team"], 50, lexical._weights(), df, rows) is None
+    # a common term between two rare ones: six statements, one per pattern of present runs
+    assert len(pool.cover(["kafka", "use", "queue"], {"use"}) or ()) == 6
+    # more runs than that: the least common of the common terms counts as rare
+    assert pool.cover(["use", "kafka", "team", "queue"], {"use", "team"}) is None
+    assert pool.cover(["use", "kafka", "team", "queue"], {"use"}) is not None
+    # one common term alone: nothing to split it from
+    assert pool.bm25_pool(db, ["use"], 50, lexical._weights(), df, rows) is None
     # the rare terms cannot fill the pool
     assert pool.bm25_pool(db, ["use", "kafka"], 2000, lexical._weights(), df, rows) is None
 

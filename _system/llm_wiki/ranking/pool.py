@@ -27,6 +27,7 @@ compete) the one full query runs, as before.
 
 from __future__ import annotations
 
+import itertools
 import math
 import sqlite3
 from collections.abc import Callable, Sequence
@@ -35,6 +36,8 @@ from llm_wiki.ranking.question import quote
 
 K1 = 1.2  # FTS5's bm25() constants (fts5_aux.c)
 COMMON_SHARE = 0.1  # a term in at least this share of the rows is split off when it can be
+MAX_QUERIES = 6  # FTS5 statements a split may take (each counts every phrase's rows for its IDF)
+COUNT_COST = 0.03  # counting a row for an IDF against scoring it with bm25() (measured at 100k)
 
 
 def _sql(weights: str) -> str:
@@ -53,17 +56,38 @@ def _either(terms: Sequence[str]) -> str:
     return "(" + " OR ".join(quote(t) for t in terms) + ")"
 
 
-def split(terms: Sequence[str], df: Callable[[str], int], rows: int) -> tuple[int, int]:
-    """(start, end) of the run of common terms split off: a prefix or a suffix of ``terms``
-    (the longer of the two; (0, 0) when neither), never all of them."""
-    common = [rows > 0 and df(t) >= COMMON_SHARE * rows for t in terms]
-    prefix = next((i for i, c in enumerate(common) if not c), len(terms))
-    suffix = next((i for i, c in enumerate(reversed(common)) if not c), len(terms))
-    if prefix == len(terms):  # every term is common: nothing to prune by
-        return 0, 0
-    if prefix >= suffix:
-        return 0, prefix
-    return len(terms) - suffix, len(terms)
+def _blocks(terms: Sequence[str], common: set[str]) -> list[tuple[bool, list[str]]]:
+    """``terms`` in order, cut into runs of common and of rare terms: (common?, run)."""
+    out: list[tuple[bool, list[str]]] = []
+    for term in terms:
+        kind = term in common
+        if out and out[-1][0] == kind:
+            out[-1][1].append(term)
+        else:
+            out.append((kind, [term]))
+    return out
+
+
+def cover(terms: Sequence[str], common: set[str]) -> list[str] | None:
+    """FTS5 expressions that together match exactly the rows holding a rare term, each row
+    once, each writing every phrase a row it matches can hold in the question's order: one per
+    pattern of which runs are present (a run present: any of its terms, OR-ed in order; absent:
+    NOT-ed at the end, where it adds 0.0). None when that takes more than :data:`MAX_QUERIES`."""
+    blocks = _blocks(terms, common)
+    rare = [n for n, (is_common, _) in enumerate(blocks) if not is_common]
+    if not rare or len(rare) == len(blocks):
+        return None
+    patterns = [
+        p for p in itertools.product((True, False), repeat=len(blocks)) if any(p[n] for n in rare)
+    ]
+    if len(patterns) > MAX_QUERIES:
+        return None
+    out = []
+    for present in patterns:
+        held = " AND ".join(_either(b) for (_, b), on in zip(blocks, present, strict=True) if on)
+        absent = [t for (_, b), on in zip(blocks, present, strict=True) if not on for t in b]
+        out.append(f"({held}) NOT {_either(absent)}" if absent else held)
+    return out
 
 
 def bm25_pool(
@@ -76,22 +100,38 @@ def bm25_pool(
 ) -> list[tuple[int, float]] | None:
     """The ``pool`` best (rowid, score) of the OR of ``terms``, best first, as FTS5's one
     query ranks them; None when the split cannot prove it (the caller runs that query).
-    ``df``: rows holding a term (FTS5's own count); ``rows``: FTS5's row count."""
-    start, end = split(terms, df, rows)
-    if start == end:
+    ``df``: rows holding a term (FTS5's own count); ``rows``: FTS5's row count.
+
+    The common terms are those in at least :data:`COMMON_SHARE` of the rows. Which of them
+    are split off is chosen by cost: a statement counts every phrase's rows for its IDF (cheap,
+    :data:`COUNT_COST` of scoring a row) and scores each row it matches; the rows holding only
+    the terms split off are never scored. No split that is not clearly cheaper than the one
+    query is made."""
+    if rows <= 0:
         return None
-    common, rare = terms[start:end], [*terms[:start], *terms[end:]]
+    counted = sum(df(t) for t in terms)
+    candidates = sorted((t for t in terms if df(t) >= COMMON_SHARE * rows), key=df)[-6:]
+    one_query = COUNT_COST * counted + min(rows, counted)
+    best: tuple[float, set[str], list[str]] | None = None
+    for k in range(len(candidates), 0, -1):
+        for chosen in itertools.combinations(candidates, k):
+            split_off = set(chosen)
+            expressions = cover(terms, split_off)
+            if expressions is None:
+                continue
+            scored = sum(df(t) for t in terms if t not in split_off)
+            cost = len(expressions) * COUNT_COST * counted + scored
+            if best is None or cost < best[0]:
+                best = (cost, split_off, expressions)
+    if best is None or best[0] > 0.7 * one_query:
+        return None
+    _, common_set, expressions = best
+    common = [t for t in terms if t in common_set]
+    rare = [t for t in terms if t not in common_set]
     if sum(df(t) for t in rare) < pool:  # the rare terms cannot fill the pool
         return None
-    both = (
-        f"{_either(common)} AND {_either(rare)}"
-        if start == 0
-        else f"{_either(rare)} AND {_either(common)}"
-    )
-    only_rare = f"{_either(rare)} NOT {_either(common)}"
     sql = _sql(weights)
-    got = [(int(r), float(s)) for r, s in db.execute(sql, [both, pool])]
-    got += [(int(r), float(s)) for r, s in db.execute(sql, [only_rare, pool])]
+    got = [(int(r), float(s)) for e in expressions for r, s in db.execute(sql, [e, pool])]
     if len(got) < pool:
         return None
     got.sort(key=lambda x: (-x[1], -x[0]))
