@@ -259,8 +259,12 @@ class Ranker:
         db = self.catalog.db
         weights = lexical.COLUMN_WEIGHTS if bm25f else lexical.COLUMN_WEIGHTS_SEMANTIC
         if self.viewer.sees_all:
-            found = pool_.bm25_pool(
-                db, question.terms, pool, lexical._weights(weights), self.df, self._fts_rows()
+            found = (
+                pool_.bm25_pool(
+                    db, question.terms, pool, lexical._weights(weights), self.df, self._fts_rows()
+                )
+                if question.match == pool_.any_of(question.terms)  # the query it stands in for
+                else None
             )
             if found is None:
                 found = lexical.bm25(db, question.match, pool, weights)

@@ -52,6 +52,11 @@ def _fts5_idf(rows: int, hits: int) -> float:
     return value if value > 0.0 else 1e-6
 
 
+def any_of(terms: Sequence[str]) -> str:
+    """The one FTS5 query :func:`bm25_pool` stands in for: any of ``terms``."""
+    return " OR ".join(quote(t) for t in terms)
+
+
 def _either(terms: Sequence[str]) -> str:
     return "(" + " OR ".join(quote(t) for t in terms) + ")"
 
