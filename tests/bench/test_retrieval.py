@@ -138,7 +138,7 @@ def test_leave_one_folder_out(embeddings):
     print(devsets.table(rows))
     for folder, text in got["chosen"].items():
         print(f"  chosen {'on all four' if folder == 'all four' else 'without ' + folder}: {text}")
-    params, held, cosine = got["all"]
+    params, held, cosine, everyday = got["all"]
     depth = ranking.TIME_DEPTH_SEMANTIC if embeddings else ranking.TIME_DEPTH
     assert params["RRF_K"] == ranking.RRF_K and params["TIME_DEPTH"] == depth
     weights = lexical.COLUMN_WEIGHTS_SEMANTIC if embeddings else lexical.COLUMN_WEIGHTS
@@ -149,6 +149,7 @@ def test_leave_one_folder_out(embeddings):
         assert cosine == pytest.approx(ranking.COSINE_FLOOR)
     else:
         assert held == pytest.approx(ranking.HELD_FLOOR)
+        assert everyday == pytest.approx(ranking.EVERYDAY_UNHELD)
 
 
 # --------------------------------------------------------------------------- scale
