@@ -105,8 +105,8 @@ class Evidence:
       once would score. ``held`` = the best BM25F score / the sum of the question's IDFs
       (among the reader's entries; a term no entry holds weighs as the rarest can, and an
       everyday word among those by :data:`EVERYDAY_UNHELD`). Both sides are BM25F in the
-      same archive, so the share is scale-free: it does not grow with the question's length
-      or the archive's size, as a raw score does.
+      same archive, so the share does not grow with the question's length as a raw score
+      does; it still differs between archives (long records full of a term score higher).
 
     The floors and the weight were chosen by leave-one-folder-out over the dev folders
     (``tests/bench/lofo.py``), never on the folder they are then measured on; the parts are
