@@ -103,8 +103,8 @@ class Evidence:
     - lexical only, ``held`` < :data:`HELD_FLOOR`: the best lexical match scores less than
       that share of what an entry of average length holding each of the question's terms
       once would score. ``held`` = the best BM25F score / the sum of the question's IDFs
-      (among the reader's entries; a term no entry holds weighs as the rarest can, and an
-      everyday word among those by :data:`EVERYDAY_UNHELD`). Both sides are BM25F in the
+      (among the reader's entries; a term no entry holds weighs as one a single entry holds,
+      and an everyday word among those by :data:`EVERYDAY_UNHELD`). Both sides are BM25F in the
       same archive, so the share does not grow with the question's length as a raw score
       does; it still differs between archives (long records full of a term score higher).
 
@@ -120,7 +120,7 @@ class Evidence:
     signals: tuple[str, ...] = ()
     best: float = 0.0  # the best BM25F score (lexical only)
     idf_held: float = 0.0  # the IDFs of the question's terms some entry holds
-    idf_unheld: float = 0.0  # the same for terms no entry holds (each the rarest IDF)
+    idf_unheld: float = 0.0  # the same for terms no entry holds (each as if one entry did)
     idf_everyday: float = 0.0  # ... of which everyday words (counted by EVERYDAY_UNHELD)
 
     def share(self, everyday_weight: float) -> float:
@@ -402,7 +402,10 @@ class Ranker:
         BM25F score of the question's candidates (lexical only)."""
         unseen = tuple(" ".join(name) for name in names(question.text) if not self._mentioned(name))
         weights = self._term_weights(question)
-        rarest = math.log(1 + (self.visible() + 0.5) / 0.5)
+        # A term no entry holds weighs as one that a single entry holds (the rarest a held term
+        # can be): the IDF of "none hold it" is larger still, and in a small archive it swamps
+        # every held term ("What holds the ledger?" over one entry about the ledger).
+        rarest = math.log(1 + (self.visible() - 1 + 0.5) / 1.5)
         missing = [t for t in question.terms if not self.df(t)]
         common = sum(1 for t in missing if everyday(t))
         parts = {
@@ -526,7 +529,7 @@ class Ranker:
 
 # Chosen by leave-one-folder-out over the dev folders (tests/bench/test_retrieval.py).
 COSINE_FLOOR = 1 / 3  # all-MiniLM-L6-v2: below it, the closest entry does not answer
-HELD_FLOOR = 0.30  # lexical: the best BM25F score's share of an average entry holding every term
+HELD_FLOOR = 0.34  # lexical: the best BM25F score's share of an average entry holding every term
 EVERYDAY_UNHELD = 1.0  # lexical: how an everyday word no entry holds counts in that share
 
 
