@@ -103,8 +103,9 @@ class Evidence:
     - lexical only, ``held`` < :data:`HELD_FLOOR`: the best lexical match scores less than
       that share of what an entry of average length holding each of the question's terms
       once would score. ``held`` = the best BM25F score / the sum of the question's IDFs
-      (among the reader's entries; a term no entry holds weighs as one a single entry holds,
-      and an everyday word among those by :data:`EVERYDAY_UNHELD`). Both sides are BM25F in the
+      (among the reader's entries, each less the IDF of a term every entry holds; a term no
+      entry holds weighs as one a single entry holds, and an everyday word among those by
+      :data:`EVERYDAY_UNHELD`). Both sides are BM25F in the
       same archive, so the share does not grow with the question's length as a raw score
       does; it still differs between archives (long records full of a term score higher).
 
@@ -126,7 +127,9 @@ class Evidence:
     def share(self, everyday_weight: float) -> float:
         """``held`` with everyday words no entry holds weighed by ``everyday_weight``."""
         total = self.idf_held + self.idf_unheld - (1 - everyday_weight) * self.idf_everyday
-        return self.best / total if total > 0 else 0.0
+        if total <= 1e-9:  # no term tells one entry from another: a match is all there is
+            return 1.0 if self.best > 0 else 0.0
+        return self.best / total
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -401,16 +404,20 @@ class Ranker:
         """Whether the archive answers nothing (see :class:`Evidence`); ``best``: the best
         BM25F score of the question's candidates (lexical only)."""
         unseen = tuple(" ".join(name) for name in names(question.text) if not self._mentioned(name))
-        weights = self._term_weights(question)
+        # Each term weighs what it tells beyond a term every entry holds (whose IDF is not quite
+        # 0): in an archive of one entry no word tells anything, so the share cannot refuse.
         # A term no entry holds weighs as one that a single entry holds (the rarest a held term
         # can be): the IDF of "none hold it" is larger still, and in a small archive it swamps
-        # every held term ("What holds the ledger?" over one entry about the ledger).
-        rarest = math.log(1 + (self.visible() - 1 + 0.5) / 1.5)
+        # every held term ("Which database holds the ledger?" over a few entries).
+        total = self.visible()
+        least = math.log(1 + 0.5 / (total + 0.5))  # the IDF of a term every entry holds
+        weights = self._term_weights(question)
+        rarest = math.log(1 + (total - 1 + 0.5) / 1.5) - least
         missing = [t for t in question.terms if not self.df(t)]
         common = sum(1 for t in missing if everyday(t))
         parts = {
             "best": best,
-            "idf_held": sum(weights.values()),
+            "idf_held": sum(w - least for w in weights.values()),
             "idf_unheld": rarest * len(missing),
             "idf_everyday": rarest * common,
         }
