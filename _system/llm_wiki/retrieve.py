@@ -505,9 +505,9 @@ def _nothing_text(got: Retrieval, backend: Backend) -> str:
             f"below {COSINE_FLOOR:.2f}). Try other words, or an LLM backend."
         )
     return (
-        "Nothing found: no entry holds enough of the question's specific words (the best "
-        f"holds {ev.held:.0%} of their weight; {HELD_FLOOR:.0%} is needed). Try other words, "
-        "or an LLM backend."
+        "Nothing found: no entry matches enough of the question's words (the best scores "
+        f"{ev.held:.0%} of an entry holding each of them; {HELD_FLOOR:.0%} is needed). "
+        "Try other words, or an LLM backend."
     )
 
 
