@@ -341,3 +341,11 @@ def test_the_fast_renderer_agrees_with_markdown_it_on_the_imported_corpora():
         want = _render_markdown_it(body, lambda i: None, lambda n: None)
         assert shown(got) == shown(want), path
     assert taken > 100
+
+
+@given(text=st.text(alphabet=st.characters(max_codepoint=127)) | st.text())
+def test_search_words_are_the_regex_words(text):
+    """site/text.py splits ASCII text by a byte translation: the same words as ``\\w+``."""
+    from llm_wiki.site.text import words
+
+    assert words(text) == list(dict.fromkeys(re.findall(r"\w+", text.lower())))

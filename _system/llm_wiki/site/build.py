@@ -736,7 +736,8 @@ class _Builder:
             body = self._body[1]
         else:
             body = self.view.body(self.view.by_id[entry_id])
-        self._terms.setdefault(entry_id, words(body)[:BODY_TERMS])
+        if entry_id not in self._terms:
+            self._terms[entry_id] = words(body)[:BODY_TERMS]
         return body
 
     def links(self, row: Row) -> dict[str, Any]:
@@ -1263,12 +1264,29 @@ class _TemplateCache(jinja2.FileSystemBytecodeCache):
                 super().dump_bytecode(bucket)
 
 
+_DICT_ATTRS = frozenset(dir(dict))
+
+
+class _Environment(jinja2.Environment):
+    """jinja2's environment, with ``x.name`` on a context's dicts looked up as ``x["name"]``
+    first: jinja tries the attribute first and pays for an AttributeError on every field of every
+    entry shown. A dict's own attributes (``.items()``, ``.get()``) still win, as in jinja."""
+
+    def getattr(self, obj: Any, attribute: str) -> Any:
+        if type(obj) is dict and attribute not in _DICT_ATTRS:
+            try:
+                return obj[attribute]
+            except KeyError:
+                pass
+        return super().getattr(obj, attribute)
+
+
 @functools.cache
 def _environment() -> Any:
     """The templates, compiled once per process (compiling costs more than rendering a small
     site; ``--serve`` and the tests build many), and across processes through the bytecode
     cache."""
-    env = jinja2.Environment(
+    env = _Environment(
         loader=jinja2.FileSystemLoader(str(SITE_TEMPLATES)),
         bytecode_cache=_TemplateCache(),
         autoescape=True,

@@ -64,11 +64,17 @@ _CMARK_PART_RE = re.compile(
 
 def words(text: str) -> list[str]:
     """The distinct words of a text, lowercased, in order of first use (for search; MiniSearch
-    splits on the same non-word characters)."""
-    return list(dict.fromkeys(_WORD_RE.findall(text.lower())))
+    splits on the same non-word characters). ASCII text (most bodies) is split by a byte
+    translation, which finds the same words as ``\\w+`` at a third of its cost."""
+    low = text.lower()
+    if low.isascii():
+        return list(dict.fromkeys(low.encode("ascii").translate(_ASCII_NONWORD).decode().split()))
+    return list(dict.fromkeys(_WORD_RE.findall(low)))
 
 
 _WORD_RE = re.compile(r"\w+")
+# Every byte that is not an ASCII letter, digit or underscore (what ``\w`` matches in ASCII) -> space.
+_ASCII_NONWORD = bytes(c if chr(c).isalnum() or c == 95 else 32 for c in range(128)) + b" " * 128
 
 
 def render_body(
