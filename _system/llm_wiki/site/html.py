@@ -103,3 +103,53 @@ def decisions(
     if not ds:
         return Markup(f'<p class="none">{escape(empty)}</p>')
     return Markup("\n".join(decision(d, root, slug) for d in ds))
+
+
+def card(e: dict[str, Any], root: str, slug: Callable[[str], str]) -> Markup:
+    """An entry's frontmatter as the card at the top of its page."""
+    r = escape(root)
+    written = ""
+    if e["status"] != e["written_status"]:
+        written = f" (written as {escape(e['written_status'])})"
+    optional = ""  # (these rows end without a line break, as the template wrote them)
+    if e["actors"]:
+        optional += (
+            "<dt>actors</dt><dd>"
+            + ", ".join(
+                f'<a href="{r}actors/{escape(slug(a))}.html">{escape(a)}</a>' for a in e["actors"]
+            )
+            + "</dd>"
+        )
+    if e["tags"]:
+        optional += (
+            "<dt>tags</dt><dd>"
+            + " ".join(f'<a href="{r}tags/{escape(slug(t))}.html">#{escape(t)}</a>' for t in e["tags"])
+            + "</dd>"
+        )
+    if e["aliases"]:
+        optional += "<dt>also known as</dt><dd>" + "; ".join(map(escape, e["aliases"])) + "</dd>"
+    if e["questions"]:
+        optional += "<dt>answers</dt><dd>" + "<br>".join(map(escape, e["questions"])) + "</dd>"
+    archived = f" (archived in <code>{escape(e['archive'])}</code>)" if e["archive"] else ""
+    if e["verify"]:
+        verify = f'<b class="bad">✕ {escape(e["verify"])}</b> — run <code>llm-wiki verify</code>'
+    else:
+        verify = (
+            '<span class="good">✓ holds</span>: the file matches the sha256 logged when it was '
+            "written"
+        )
+    domain = escape(e["domain"])
+    return Markup(
+        '<dl class="card">\n'
+        f"<dt>id</dt><dd><code>{escape(e['id'])}</code></dd>\n"
+        f"<dt>type</dt><dd>{escape(e['type'])}</dd>\n"
+        f"<dt>date</dt><dd>{escape(e['date'])}</dd>\n"
+        f"<dt>status</dt><dd><b>{escape(e['status'])}</b>{written}</dd>\n"
+        f'<dt>domain</dt><dd><a href="{r}domains/{domain}.html">{domain}</a></dd>\n'
+        f"{optional}<dt>scope</dt><dd>{escape(e['scope'])}</dd>\n"
+        f"<dt>origin</dt><dd>{escape(e['origin'])}</dd>\n"
+        f"<dt>file</dt><dd><code>{escape(e['path'])}</code>{archived}</dd>\n"
+        f'<dt>sha256</dt><dd><code class="sha">{escape(e["sha256"])}</code></dd>\n'
+        f"<dt>verify</dt><dd>{verify}</dd>\n"
+        "</dl>"
+    )
