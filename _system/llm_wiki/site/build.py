@@ -454,6 +454,7 @@ class _Builder:
         self._refs: dict[str, dict[str, Any]] = {}
         self._decisions: dict[str, dict[str, Any]] = {}
         self._body: tuple[str, str] = ("", "")
+        self.h = html.Fragments()  # the templates' ``h``: list lines written once per build
         self.states = self.domain_states()
 
     def domain_states(self) -> list[list[Any]]:
@@ -685,7 +686,7 @@ class _Builder:
     def render(self, page: _Page, context: dict[str, Any]) -> bytes:
         extra = self.finish(page, context)
         html = self.env.get_template(page.template).render(
-            **context, **extra, site=self.common, root=page.root, page=page.path
+            **context, **extra, site=self.common, root=page.root, page=page.path, h=self.h
         )
         return html.encode()
 
@@ -1297,7 +1298,6 @@ def _environment() -> Any:
         auto_reload=False,
     )
     env.globals["slug"] = slug
-    env.globals["h"] = html
     return env
 
 

@@ -32,52 +32,52 @@ def escape(value: Any) -> str:
 GLYPHS = {"active": "●", "superseded": "⊘", "proposed": "◇", "rejected": "✕", "deprecated": "□"}
 
 
-def glyph(status: str) -> Markup:
-    return Markup(f'<span class="glyph" aria-hidden="true">{GLYPHS.get(status, "□")}</span>')
+def _glyph(status: str) -> str:
+    return f'<span class="glyph" aria-hidden="true">{GLYPHS.get(status, "□")}</span>'
 
 
-def status_word(e: dict[str, Any]) -> Markup:
+def _status_word(e: dict[str, Any]) -> str:
     out = ""
     if e["status"] != "active":
         out += f' · <b class="status">{escape(e["status"])}</b>'
     if e["generated"]:
         out += ' · <span class="generated">generated</span>'
-    return Markup(out)
+    return out
+
+
+def _link(e: dict[str, Any], root: str) -> str:
+    return f'<a href="{escape(root)}entries/{escape(e["id"])}.html">{escape(e["summary"])}</a>'
+
+
+def glyph(status: str) -> Markup:
+    return Markup(_glyph(status))
+
+
+def status_word(e: dict[str, Any]) -> Markup:
+    return Markup(_status_word(e))
 
 
 def link(e: dict[str, Any], root: str) -> Markup:
-    return Markup(
-        f'<a href="{escape(root)}entries/{escape(e["id"])}.html">{escape(e["summary"])}</a>'
-    )
+    return Markup(_link(e, root))
 
 
-def item(e: dict[str, Any], root: str, domain: bool = False) -> Markup:
+def item(e: dict[str, Any], root: str, domain: bool = False) -> str:
     where = (
         f' · <a href="{escape(root)}domains/{escape(e["domain"])}.html">{escape(e["domain"])}</a>'
         if domain
         else ""
     )
-    return Markup(
-        f'<li class="entry status-{escape(e["status"])}">{glyph(e["status"])} {link(e, root)} '
-        f'<span class="meta">{escape(e["date"])} · {escape(e["type"])}{where}{status_word(e)}'
+    return (
+        f'<li class="entry status-{escape(e["status"])}">{_glyph(e["status"])} {_link(e, root)} '
+        f'<span class="meta">{escape(e["date"])} · {escape(e["type"])}{where}{_status_word(e)}'
         "</span></li>"
     )
 
 
-def entries(
-    items: Sequence[dict[str, Any]], root: str, domain: bool = False, empty: str = "None."
-) -> Markup:
-    if not items:
-        return Markup(f'<p class="none">{escape(empty)}</p>')
-    return Markup(
-        '<ul class="entries">\n' + "\n".join(item(e, root, domain) for e in items) + "\n</ul>"
-    )
-
-
-def decision(d: dict[str, Any], root: str, slug: Callable[[str], str]) -> Markup:
+def decision(d: dict[str, Any], root: str, slug: Callable[[str], str]) -> str:
     out = [
         f'<article class="decision status-{escape(d["status"])}">',
-        f"<h3>{glyph(d['status'])} {link(d, root)}</h3>",
+        f"<h3>{_glyph(d['status'])} {_link(d, root)}</h3>",
     ]
     by = ""
     if d["actors"]:
@@ -85,24 +85,16 @@ def decision(d: dict[str, Any], root: str, slug: Callable[[str], str]) -> Markup
             f'<a href="{escape(root)}actors/{escape(slug(a))}.html">{escape(a)}</a>'
             for a in d["actors"]
         )
-    out.append(f'<p class="meta">{escape(d["date"])}{by}{status_word(d)}</p>')
+    out.append(f'<p class="meta">{escape(d["date"])}{by}{_status_word(d)}</p>')
     if d["alternatives"]:
         out.append('<p class="label">Rejected alternatives</p>\n<ul class="reasons">')
         out += [f"<li><b>{escape(alt)}</b> — {escape(why)}</li>" for alt, why in d["alternatives"]]
         out.append("</ul>")
     if d["replaced"]:
-        olds = "; ".join(f"{link(r, root)} ({escape(r['date'])})" for r in d["replaced"])
+        olds = "; ".join(f"{_link(r, root)} ({escape(r['date'])})" for r in d["replaced"])
         out.append(f'<p class="replaced">Replaced: {olds}</p>')
     out.append("</article>")
-    return Markup("\n".join(out))
-
-
-def decisions(
-    ds: Sequence[dict[str, Any]], root: str, slug: Callable[[str], str], empty: str
-) -> Markup:
-    if not ds:
-        return Markup(f'<p class="none">{escape(empty)}</p>')
-    return Markup("\n".join(decision(d, root, slug) for d in ds))
+    return "\n".join(out)
 
 
 def card(e: dict[str, Any], root: str, slug: Callable[[str], str]) -> Markup:
@@ -153,3 +145,48 @@ def card(e: dict[str, Any], root: str, slug: Callable[[str], str]) -> Markup:
         f"<dt>verify</dt><dd>{verify}</dd>\n"
         "</dl>"
     )
+
+
+class Fragments:
+    """What the templates call as ``h``: the functions above, with each entry's line and each
+    decision written once per build and per page depth (an entry is listed on its domain's page,
+    on each of its tags' and actors' pages, and a full build lists every entry some five times).
+    A build's entry dicts are never mutated, so an id names one line; a new build, a new
+    Fragments."""
+
+    glyph = staticmethod(glyph)
+    status_word = staticmethod(status_word)
+    link = staticmethod(link)
+    card = staticmethod(card)
+
+    def __init__(self) -> None:
+        self._items: dict[tuple[str, str, bool], str] = {}
+        self._decisions: dict[tuple[str, str], str] = {}
+
+    def entries(
+        self, items: Sequence[dict[str, Any]], root: str, domain: bool = False, empty: str = "None."
+    ) -> Markup:
+        if not items:
+            return Markup(f'<p class="none">{escape(empty)}</p>')
+        memo, lines = self._items, []
+        for e in items:
+            key = (e["id"], root, domain)
+            line = memo.get(key)
+            if line is None:
+                line = memo[key] = item(e, root, domain)
+            lines.append(line)
+        return Markup('<ul class="entries">\n' + "\n".join(lines) + "\n</ul>")
+
+    def decisions(
+        self, ds: Sequence[dict[str, Any]], root: str, slug: Callable[[str], str], empty: str
+    ) -> Markup:
+        if not ds:
+            return Markup(f'<p class="none">{escape(empty)}</p>')
+        memo, out = self._decisions, []
+        for d in ds:
+            key = (d["id"], root)
+            got = memo.get(key)
+            if got is None:
+                got = memo[key] = decision(d, root, slug)
+            out.append(got)
+        return Markup("\n".join(out))
