@@ -449,7 +449,7 @@ class _Builder:
         self.keys: list[str] = []  # what those numbers stand for
         self._deps: set[str] = set()  # of the page being planned
         self.pause = _GcPause()  # build_site hands its own
-        self._terms: dict[str, list[str]] = {}  # id -> body words, filled as pages render
+        self._terms: dict[str, str] = {}  # id -> its body words (one string), filled as pages render
         self._old_terms: dict[str, dict[str, str]] = {}  # month -> id -> "b" of its old shard
         self._refs: dict[str, dict[str, Any]] = {}
         self._decisions: dict[str, dict[str, Any]] = {}
@@ -738,7 +738,7 @@ class _Builder:
         else:
             body = self.view.body(self.view.by_id[entry_id])
         if entry_id not in self._terms:
-            self._terms[entry_id] = words(body)[:BODY_TERMS]
+            self._terms[entry_id] = " ".join(words(body)[:BODY_TERMS])  # not 10k lists of words
         return body
 
     def links(self, row: Row) -> dict[str, Any]:
@@ -1185,7 +1185,7 @@ class _Builder:
             "docs"
         ]:
             if entry_id in self._terms:
-                terms = " ".join(self._terms[entry_id])
+                terms = self._terms[entry_id]
             else:
                 kept = self.old_terms(date[:7]).get(entry_id)
                 if kept is None:
