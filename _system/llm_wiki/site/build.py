@@ -630,7 +630,7 @@ class _Builder:
             self.pause.page()
             data = page.make(context) if page.make else self.render(page, context)
             self.deps[page.path] = self._intern(self._deps)
-            if _write_if_changed(self.out / page.path, data):
+            if _write_if_changed(os.path.join(self.out, page.path), data, page.path not in known):
                 written.append(page.path)
         if skipped:
             shown.done(skipped)
@@ -677,9 +677,9 @@ class _Builder:
             return {}
         return data if isinstance(data, dict) else {}
 
-    @property
+    @functools.cached_property
     def env(self) -> Any:
-        env = _environment()
+        env = _environment()  # (its bytecode cache pointed at this wiki once per build)
         env.bytecode_cache.use(self.view.wiki.state_dir / state.FOLDER / "templates")
         return env
 
@@ -1345,36 +1345,50 @@ def _fingerprint(code: str, template: str, common: dict[str, Any], ctx: dict[str
     return hashlib.sha256(repr((code, template, common, ctx)).encode()).hexdigest()
 
 
-def _write_if_changed(path: Path, data: bytes) -> bool:
+def _write_if_changed(path: str | os.PathLike[str], data: bytes, fresh: bool = False) -> bool:
     """Write ``data`` to ``path`` unless it already holds exactly that. An existing file is
     replaced atomically (``--serve`` never sends half a page); a new one is written in place
     (nothing links to it until the pages that do are replaced). Nothing is fsynced: a site is a
-    view the next build makes again, and 10,000 fsyncs would cost more than the build."""
-    try:
-        if path.stat().st_size == len(data) and path.read_bytes() == data:
-            return False
-        exists = True
-    except FileNotFoundError:
-        exists = False
-    if not exists:
+    view the next build makes again, and 10,000 fsyncs would cost more than the build.
+    ``fresh``: the last build made no such file, so it is created without looking first (a
+    file found there after all is replaced)."""
+    path = os.fspath(path)
+    exists = False
+    if not fresh:
         try:
-            with open(path, "xb") as fh:
-                fh.write(data)
-            return True
+            if os.stat(path).st_size == len(data):
+                with open(path, "rb") as fh:
+                    if fh.read() == data:
+                        return False
+            exists = True
         except FileNotFoundError:
-            path.parent.mkdir(parents=True, exist_ok=True)
-            with open(path, "xb") as fh:
-                fh.write(data)
-            return True
+            pass
+    if not exists:
+        flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_CLOEXEC", 0)
+        try:
+            try:
+                fd = os.open(path, flags, 0o666)
+            except FileNotFoundError:
+                os.makedirs(os.path.dirname(path), exist_ok=True)
+                fd = os.open(path, flags, 0o666)
         except FileExistsError:
-            pass  # a racing build made it: replace it below
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+            pass  # a racing build made it, or someone did: replace it below
+        else:
+            try:
+                view = memoryview(data)
+                while view:
+                    view = view[os.write(fd, view) :]
+            finally:
+                os.close(fd)
+            return True
+    tmp = os.path.join(os.path.dirname(path), f".{os.path.basename(path)}.{os.getpid()}.tmp")
     try:
-        tmp.write_bytes(data)
+        with open(tmp, "wb") as fh:
+            fh.write(data)
         os.replace(tmp, path)
     except BaseException:
         with contextlib.suppress(FileNotFoundError):
-            tmp.unlink()
+            os.unlink(tmp)
         raise
     return True
 
