@@ -40,8 +40,11 @@ def _md() -> Any:
 
 # What cmark would parse differently from the rules above: raw HTML and autolinks (``<``), images,
 # reference definitions (the two disagree on a few), entities (one can spell a refused scheme), a
-# link to a scheme markdown-it refuses (cmark links it with an empty href).
+# link to a scheme markdown-it refuses (cmark links it with an empty href), odd white space.
 _ENTITY_RE = re.compile(r"&[#A-Za-z0-9]+;")
+# Characters Python's str.strip() takes for white space and CommonMark does not: markdown-it-py
+# trims them at a line's end, cmark keeps them.
+_ODD_SPACE_RE = re.compile("[\x0b\x0c\x1c-\x1f\x85\xa0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000]")
 _REFUSED_RE = re.compile(r"\]\(\s*(?i:javascript|vbscript|file|data):")
 
 
@@ -51,6 +54,8 @@ def _cmark_renders(text: str) -> bool:
     if "<" in text or "![" in text or "]:" in text:
         return False
     if "&" in text and _ENTITY_RE.search(text):
+        return False
+    if _ODD_SPACE_RE.search(text):
         return False
     return "](" not in text or not _REFUSED_RE.search(text)
 
