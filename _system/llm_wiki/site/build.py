@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 import jinja2
+from markupsafe import Markup
 
 import llm_wiki.progress as progress
 import llm_wiki.site.html as html  # the submodules, not the package (which imports this one)
@@ -455,6 +456,7 @@ class _Builder:
         self._decisions: dict[str, dict[str, Any]] = {}
         self._body: tuple[str, str] = ("", "")
         self.h = html.Fragments()  # the templates' ``h``: list lines written once per build
+        self._frames: dict[str, tuple[str, str, str]] = {}  # root -> entry.html's frame
         self.states = self.domain_states()
 
     def domain_states(self) -> list[list[Any]]:
@@ -685,10 +687,41 @@ class _Builder:
 
     def render(self, page: _Page, context: dict[str, Any]) -> bytes:
         extra = self.finish(page, context)
-        html = self.env.get_template(page.template).render(
+        if page.template == "entry.html":  # its frame rendered once, its main part in Python
+            head, middle, tail = self.frame(page)
+            main = html.entry_main(
+                context,
+                extra["body_html"],
+                extra["picture"],
+                extra["excerpts"],
+                page.root,
+                slug,
+                self.h,
+            )
+            summary = html.escape(context["entry"]["summary"])
+            return f"{head}{summary}{middle}{main}{tail}".encode()
+        html_ = self.env.get_template(page.template).render(
             **context, **extra, site=self.common, root=page.root, page=page.path, h=self.h
         )
-        return html.encode()
+        return html_.encode()
+
+    def frame(self, page: _Page) -> tuple[str, str, str]:
+        """entry.html around an entry's title and main part, rendered once per depth: what comes
+        before the title, between it and the main part, after the main part."""
+        got = self._frames.get(page.root)
+        if got is None:
+            text = self.env.get_template(page.template).render(
+                entry={"summary": "\x00"},
+                main=Markup("\x01"),
+                site=self.common,
+                root=page.root,
+                page=page.path,
+                h=self.h,
+            )
+            head, rest = text.split("\x00")
+            middle, tail = rest.split("\x01")
+            got = self._frames[page.root] = (head, middle, tail)
+        return got
 
     def finish(self, page: _Page, ctx: dict[str, Any]) -> dict[str, Any]:
         """What a page shows beyond its context, derived from it alone: bodies (read by their

@@ -147,6 +147,110 @@ def card(e: dict[str, Any], root: str, slug: Callable[[str], str]) -> Markup:
     )
 
 
+def entry_main(
+    c: dict[str, Any],
+    body_html: str,
+    picture: str,
+    excerpts: dict[str, list[tuple[int, str, bool]]],
+    root: str,
+    slug: Callable[[str], str],
+    lists: Fragments,
+) -> str:
+    """The main part of an entry's page (what templates/site/entry.html frames): the card, the
+    body, its alternatives, the relations picture, the supersession chain, the sources with their
+    cited lines, what cites it. Written here rather than in jinja: ten thousand of them make most
+    of a full build, and one call with plain-string escaping costs a third of the template."""
+    e, r = c["entry"], escape(root)
+    out = [f"<h1>{_glyph(e['status'])} {escape(e['summary'])}</h1>\n"]
+    replaced_by = c["replaced_by"]
+    if replaced_by:
+        by = "; ".join(
+            f'<a href="{r}entries/{escape(x["id"])}.html" class="replaced-by">'
+            f"{escape(x['summary'])}</a> ({escape(x['date'])})"
+            for x in replaced_by
+        )
+        out.append(
+            '<div class="banner superseded" role="note">\n'
+            f"<p><b>Superseded.</b> Replaced by {by}.</p>\n</div>\n"
+        )
+    if e["generated"]:
+        out.append(
+            '<div class="banner generated-box" role="note"><p><b>Generated.</b> Written by an LLM '
+            f"(origin: {escape(e['origin'])}): orientation, not evidence. Its citations point to "
+            "the entries it rests on.</p></div>\n"
+        )
+    out.append(f"\n{card(e, root, slug)}\n\n<h2>Body</h2>\n<div class=\"body\">{body_html}</div>\n\n")
+    if c["alternatives"]:
+        out.append('<h2>Alternatives considered</h2>\n<ul class="reasons">\n')
+        out += [
+            f"<li><b>{escape(alt)}</b> — rejected because {escape(because)}</li>\n"
+            for alt, because in c["alternatives"]
+        ]
+        out.append("</ul>\n")
+    out.append(
+        f"\n<h2>Relations</h2>\n<figure>{picture}<figcaption>Left: what it replaced; right: what "
+        "replaced it; below: what it cites; above: what cites it.</figcaption></figure>\n\n"
+    )
+    replaced, lineage = c["replaced"], c["lineage"]
+    if replaced or replaced_by or lineage:
+        out.append("<h3>Supersession</h3>\n")
+        if replaced:
+            out.append(f"<p>It replaced:</p>{lists.entries(replaced, root)}")
+        if replaced_by:
+            out.append(f"<p>It was replaced by:</p>{lists.entries(replaced_by, root)}")
+        if lineage:
+            out.append(
+                '<p>The whole line of this decision, oldest first:</p>\n<ol class="lineage">\n'
+            )
+            for x in lineage:
+                name = (
+                    f"<b>{escape(x['summary'])}</b> (this entry)"
+                    if x["id"] == e["id"]
+                    else _link(x, root)
+                )
+                out.append(
+                    f'<li class="status-{escape(x["status"])}">{name} <span class="meta">'
+                    f"{escape(x['date'])}{_status_word(x)}</span></li>\n"
+                )
+            out.append("</ol>\n")
+    out.append("\n<h3>Sources</h3>\n")
+    if c["sources"]:
+        out.append('<ul class="sources">\n')
+        for s in c["sources"]:
+            out.append("<li>\n")
+            kind = s["kind"]
+            if kind == "entry":
+                ref = s["ref"]
+                out.append(
+                    f'entry {_link(ref, root)} <span class="meta">{escape(ref["date"])}'
+                    f"{_status_word(ref)}</span>\n"
+                )
+            elif kind == "raw":
+                at = f"#L{escape(s['first'])}" if s["first"] else ""
+                out.append(
+                    f'raw source <a href="{r}{escape(s["name"])}.html{at}"><code>'
+                    f"{escape(s['source'])}</code></a>\n"
+                )
+                if s["source"] in excerpts:
+                    out.append('<pre class="excerpt">')
+                    out += [
+                        f'<span class="{"hit" if hit else "ctx"}"><span class="ln">{escape(n)}'
+                        f"</span>{escape(line)}</span>\n"
+                        for n, line, hit in excerpts[s["source"]]
+                    ]
+                    out.append("</pre>\n")
+            elif kind == "adr":
+                out.append(f"imported from the ADR file <code>{escape(s['name'])}</code>\n")
+            else:
+                out.append(f"<code>{escape(s['source'])}</code>\n")
+            out.append("</li>\n")
+        out.append("</ul>\n")
+    else:
+        out.append('<p class="none">None listed.</p>\n')
+    out.append(f"\n<h3>Cited by</h3>\n{lists.entries(c['cited_by'], root, True, 'No entry cites it.')}\n")
+    return "".join(out)
+
+
 class Fragments:
     """What the templates call as ``h``: the functions above, with each entry's line and each
     decision written once per build and per page depth (an entry is listed on its domain's page,
