@@ -345,3 +345,22 @@ def test_search_words_are_the_regex_words(text):
     from llm_wiki.site.text import words
 
     assert words(text) == list(dict.fromkeys(re.findall(r"\w+", text.lower())))
+
+
+def test_a_page_fingerprint_is_of_its_data_not_of_which_objects_it_shares():
+    """Two contexts that are equal give one fingerprint, whether a ref is one shared dict or two
+    copies (a rebuild's context is made of other objects than the last build's)."""
+    from llm_wiki.site.build import _fingerprint
+
+    ref = {"id": "2024-01-01-a", "summary": "x" * 40, "tags": ["t"], "n": 1, "ok": True}
+    shared = {"replaced": [ref, ref], "entry": ref, "none": None, "pair": ("a", 2)}
+    copies = {
+        "replaced": [dict(ref), json.loads(json.dumps(ref))],
+        "entry": dict(ref),
+        "none": None,
+        "pair": ("a", 2),
+    }
+    assert _fingerprint("c", "entry.html", {}, shared) == _fingerprint("c", "entry.html", {}, copies)
+    assert _fingerprint("c", "entry.html", {}, shared) != _fingerprint(
+        "c", "entry.html", {}, {**copies, "pair": ["a", 2]}
+    )

@@ -16,8 +16,10 @@ import contextlib
 import functools
 import gc
 import hashlib
+import io
 import json
 import os
+import pickle
 from collections import Counter
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -1372,10 +1374,15 @@ def _source_node(source: dict[str, Any]) -> dict[str, Any]:
 
 
 def _fingerprint(code: str, template: str, common: dict[str, Any], ctx: dict[str, Any]) -> str:
-    """sha256 of what a page is made from. ``repr`` of plain data (str, int, bool, None, lists,
-    tuples and dicts built in a fixed order) is deterministic and several times cheaper than
-    sorted JSON, which matters for 10,000 entry pages a rebuild must compare."""
-    return hashlib.sha256(repr((code, template, common, ctx)).encode()).hexdigest()
+    """sha256 of what a page is made from: plain data (str, int, bool, None, lists, tuples and
+    dicts built in a fixed order) pickled without a memo, so equal data gives equal bytes whatever
+    objects it shares (a memo would write a repeated object as a reference). Half the cost of its
+    ``repr``, many times cheaper than sorted JSON, which matters for 10,000 entry pages."""
+    buf = io.BytesIO()
+    pickler = pickle.Pickler(buf, protocol=5)
+    pickler.fast = True
+    pickler.dump((code, template, common, ctx))
+    return hashlib.sha256(buf.getbuffer()).hexdigest()
 
 
 def _write_if_changed(path: str | os.PathLike[str], data: bytes, fresh: bool = False) -> bool:
