@@ -364,3 +364,19 @@ def test_a_page_fingerprint_is_of_its_data_not_of_which_objects_it_shares():
     assert _fingerprint("c", "entry.html", {}, shared) != _fingerprint(
         "c", "entry.html", {}, {**copies, "pair": ["a", 2]}
     )
+
+
+def test_entry_pages_filled_into_one_frame_are_the_pages_rendered_whole(example, tmp_path, monkeypatch):
+    """An entry page is entry.html's frame (rendered once) around its title and main part: the
+    same bytes as rendering the template for each page."""
+    import llm_wiki.session as session
+    from llm_wiki.site.build import _Builder
+
+    session.open(example).site(out=tmp_path / "framed")
+    monkeypatch.setattr(_Builder, "frame", lambda self, page: None)
+    session.open(example).site(out=tmp_path / "whole")
+    framed, whole = tree(tmp_path / "framed"), tree(tmp_path / "whole")
+    assert [p for p in framed if p.startswith("entries/")]
+    assert {p: b for p, b in framed.items() if p != ".site-manifest.json"} == {
+        p: b for p, b in whole.items() if p != ".site-manifest.json"
+    }

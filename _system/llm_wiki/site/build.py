@@ -458,7 +458,7 @@ class _Builder:
         self._decisions: dict[str, dict[str, Any]] = {}
         self._body: tuple[str, str] = ("", "")
         self.h = html.Fragments()  # the templates' ``h``: list lines written once per build
-        self._frames: dict[str, tuple[str, str, str]] = {}  # root -> entry.html's frame
+        self._frames: dict[str, tuple[str, str, str] | None] = {}  # root -> entry.html's frame
         self.states = self.domain_states()
 
     def domain_states(self) -> list[list[Any]]:
@@ -689,8 +689,7 @@ class _Builder:
 
     def render(self, page: _Page, context: dict[str, Any]) -> bytes:
         extra = self.finish(page, context)
-        if page.template == "entry.html":  # its frame rendered once, its main part in Python
-            head, middle, tail = self.frame(page)
+        if page.template == "entry.html":  # its main part in Python, its frame rendered once
             main = html.entry_main(
                 context,
                 extra["body_html"],
@@ -700,30 +699,44 @@ class _Builder:
                 slug,
                 self.h,
             )
-            summary = html.escape(context["entry"]["summary"])
-            return f"{head}{summary}{middle}{main}{tail}".encode()
+            frame = self.frame(page)
+            if frame is not None:
+                head, middle, tail = frame
+                summary = html.escape(context["entry"]["summary"])
+                return f"{head}{summary}{middle}{main}{tail}".encode()
+            extra = {"main": Markup(main)}
         html_ = self.env.get_template(page.template).render(
             **context, **extra, site=self.common, root=page.root, page=page.path, h=self.h
         )
         return html_.encode()
 
-    def frame(self, page: _Page) -> tuple[str, str, str]:
+    def frame(self, page: _Page) -> tuple[str, str, str] | None:
         """entry.html around an entry's title and main part, rendered once per depth: what comes
-        before the title, between it and the main part, after the main part."""
-        got = self._frames.get(page.root)
-        if got is None:
-            text = self.env.get_template(page.template).render(
-                entry={"summary": "\x00"},
-                main=Markup("\x01"),
-                site=self.common,
-                root=page.root,
-                page=page.path,
-                h=self.h,
-            )
-            head, rest = text.split("\x00")
-            middle, tail = rest.split("\x01")
-            got = self._frames[page.root] = (head, middle, tail)
-        return got
+        before the title, between it and the main part, after the main part. None if it is not
+        one frame for every entry page (the site's title holding a marker character, a template
+        showing the page's own path): each page is then rendered whole."""
+        if page.root not in self._frames:
+
+            def text(path: str) -> str:
+                return str(
+                    self.env.get_template(page.template).render(
+                        entry={"summary": "\x00"},
+                        main=Markup("\x01"),
+                        site=self.common,
+                        root=page.root,
+                        page=path,
+                        h=self.h,
+                    )
+                )
+
+            got, parts = text(page.path), None
+            if got == text("") and got.count("\x00") == got.count("\x01") == 1:
+                head, rest = got.split("\x00")
+                if "\x01" in rest:
+                    middle, tail = rest.split("\x01")
+                    parts = (head, middle, tail)
+            self._frames[page.root] = parts
+        return self._frames[page.root]
 
     def finish(self, page: _Page, ctx: dict[str, Any]) -> dict[str, Any]:
         """What a page shows beyond its context, derived from it alone: bodies (read by their
