@@ -454,11 +454,11 @@ class _Builder:
         self.pause = _GcPause()  # build_site hands its own
         self._terms: dict[str, str] = {}  # id -> its body words (one string), filled as pages render
         self._old_terms: dict[str, dict[str, str]] = {}  # month -> id -> "b" of its old shard
+        self.h = html.Fragments()  # the templates' ``h``: list lines written once per build
+        self._frames: dict[str, tuple[str, str, str] | None] = {}  # root -> entry.html's frame
         self._refs: dict[str, dict[str, Any]] = {}
         self._decisions: dict[str, dict[str, Any]] = {}
         self._body: tuple[str, str] = ("", "")
-        self.h = html.Fragments()  # the templates' ``h``: list lines written once per build
-        self._frames: dict[str, tuple[str, str, str] | None] = {}  # root -> entry.html's frame
         self.states = self.domain_states()
 
     def domain_states(self) -> list[list[Any]]:
