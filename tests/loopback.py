@@ -73,3 +73,64 @@ class ScriptedAPI:
     def close(self) -> None:
         self.server.shutdown()
         self.server.server_close()
+
+
+class MessagesAPI(ScriptedAPI):
+    """A loopback server speaking enough of the Messages API, answering from a script."""
+
+    @staticmethod
+    def message(text: str, tokens_in: int = 11, tokens_out: int = 3) -> bytes:
+        return json.dumps(
+            {
+                "id": "msg_test",
+                "type": "message",
+                "role": "assistant",
+                "model": "claude-haiku-5-5",
+                "content": [{"type": "text", "text": text}],
+                "stop_reason": "end_turn",
+                "usage": {"input_tokens": tokens_in, "output_tokens": tokens_out},
+            }
+        ).encode()
+
+    def ok(self, text: str, **kw) -> bytes:
+        return self.message(text, **kw)
+
+    def error_body(self, status: int, message: str) -> dict:
+        return {"type": "error", "error": {"type": "api_error", "message": message}}
+
+
+class ChatAPI(ScriptedAPI):
+    """A loopback server speaking enough of the Chat Completions API, answering from a script."""
+
+    path = "/v1"
+
+    @staticmethod
+    def completion(
+        text: str, tokens_in: int = 11, tokens_out: int = 3, finish: str = "stop"
+    ) -> bytes:
+        return json.dumps(
+            {
+                "id": "chatcmpl-test",
+                "object": "chat.completion",
+                "created": 1796122198,
+                "model": "smollm2",
+                "choices": [
+                    {
+                        "index": 0,
+                        "message": {"role": "assistant", "content": text},
+                        "finish_reason": finish,
+                    }
+                ],
+                "usage": {
+                    "prompt_tokens": tokens_in,
+                    "completion_tokens": tokens_out,
+                    "total_tokens": tokens_in + tokens_out,
+                },
+            }
+        ).encode()
+
+    def ok(self, text: str, **kw) -> bytes:
+        return self.completion(text, **kw)
+
+    def error_body(self, status: int, message: str) -> dict:
+        return {"error": {"message": message, "type": "server_error", "code": status}}

@@ -5,36 +5,11 @@ from __future__ import annotations
 
 import json
 import stat
-import time
 
 import pytest
 
 from conftest import run_module, subprocess_env, write_args
-from loopback import ScriptedAPI
-
-
-class MessagesAPI(ScriptedAPI):
-    """A loopback server speaking enough of the Messages API, answering from a script."""
-
-    @staticmethod
-    def message(text: str, tokens_in: int = 11, tokens_out: int = 3) -> bytes:
-        return json.dumps(
-            {
-                "id": "msg_test",
-                "type": "message",
-                "role": "assistant",
-                "model": "claude-haiku-5-5",
-                "content": [{"type": "text", "text": text}],
-                "stop_reason": "end_turn",
-                "usage": {"input_tokens": tokens_in, "output_tokens": tokens_out},
-            }
-        ).encode()
-
-    def ok(self, text: str, **kw) -> bytes:
-        return self.message(text, **kw)
-
-    def error_body(self, status: int, message: str) -> dict:
-        return {"type": "error", "error": {"type": "api_error", "message": message}}
+from loopback import MessagesAPI
 
 
 @pytest.fixture
@@ -89,45 +64,6 @@ def test_model_comes_from_flag_then_env(wiki, api, monkeypatch):
     call(wiki, backend(wiki), "q", purpose="t", scope="s")
     call(wiki, backend(wiki, model="claude-opus-5"), "q", purpose="t", scope="s")
     assert [r["body"]["model"] for r in api.requests] == ["claude-sonnet-5", "claude-opus-5"]
-
-
-def test_429_and_500_are_retried(wiki, api):
-    from llm_wiki.backends import call
-
-    api.error(429, "slow down", **{"retry-after-ms": "10"})
-    api.error(500, "oops", **{"retry-after-ms": "10"})
-    api.reply("fine")
-    assert call(wiki, backend(wiki), "q", purpose="t", scope="s").text == "fine"
-    assert len(api.requests) == 3
-
-
-def test_persistent_500_fails_in_one_line_and_is_logged(wiki, api, monkeypatch):
-    from llm_wiki.backends import call, read_calls
-    from llm_wiki.errors import BackendFailed
-
-    monkeypatch.setenv("LLM_WIKI_MAX_RETRIES", "1")
-    for _ in range(2):
-        api.error(500, "overloaded", **{"retry-after-ms": "10"})
-    with pytest.raises(BackendFailed) as info:
-        call(wiki, backend(wiki), "q", purpose="t", scope="s")
-    assert "HTTP 500" in info.value.message and "\n" not in info.value.message
-    assert len(api.requests) == 2
-    assert read_calls(wiki)[-1]["ok"] is False
-
-
-def test_timeout_fails_with_the_fix(wiki, api, monkeypatch):
-    from llm_wiki.backends import call
-    from llm_wiki.errors import BackendFailed
-
-    monkeypatch.setenv("LLM_WIKI_TIMEOUT", "0.3")
-    monkeypatch.setenv("LLM_WIKI_MAX_RETRIES", "0")
-    api.script.append((200, {}, api.message("late"), 1.5))
-    started = time.monotonic()
-    with pytest.raises(BackendFailed) as info:
-        call(wiki, backend(wiki), "q", purpose="t", scope="s")
-    assert time.monotonic() - started < 1.4
-    assert "did not answer within 0.3 s" in info.value.message
-    assert "LLM_WIKI_TIMEOUT" in info.value.message
 
 
 @pytest.mark.parametrize(

@@ -99,6 +99,8 @@ class Backend:
     default_model: ClassVar[str] = ""
     context_window: ClassVar[int] = 200_000  # defaults for the backend's models (see limits())
     max_output: ClassVar[int] = 8192
+    timeout_s: ClassVar[float] = 60.0  # per call, unless LLM_WIKI_TIMEOUT says otherwise
+    max_retries: ClassVar[int] = 2  # HTTP backends, unless LLM_WIKI_MAX_RETRIES says otherwise
 
     def __init__(self, model: str | None = None, settings: Settings | None = None) -> None:
         self.model = model or self.default_model
@@ -413,6 +415,13 @@ def _env_number(name: str, default: float) -> float:
     return value
 
 
+def _http_limits(backend: Backend) -> tuple[float, int]:
+    """(timeout in seconds, retries) for one call of an HTTP backend: the environment
+    (``LLM_WIKI_TIMEOUT``, ``LLM_WIKI_MAX_RETRIES``) over the backend's defaults."""
+    timeout = _env_number(ENV_TIMEOUT, backend.timeout_s)
+    return timeout, int(_env_number(ENV_RETRIES, backend.max_retries))
+
+
 class AnthropicBackend(Backend):
     """The Messages API through the official SDK (imported only when a call is made).
 
@@ -426,8 +435,6 @@ class AnthropicBackend(Backend):
     needs_key = True
     key_env_var = "ANTHROPIC_API_KEY"
     default_model = "claude-haiku-5-5"  # the newest Haiku the installed SDK (2.14) names
-    timeout_s: ClassVar[float] = 60.0
-    max_retries: ClassVar[int] = 2
 
     def check(self) -> None:
         if not (os.environ.get("ANTHROPIC_API_KEY") or os.environ.get("ANTHROPIC_AUTH_TOKEN")):
@@ -437,8 +444,7 @@ class AnthropicBackend(Backend):
         self, prompt: str, *, system: str = "", max_tokens: int = 1024, purpose: str = ""
     ) -> Completion:
         self.check()
-        timeout = _env_number(ENV_TIMEOUT, self.timeout_s)
-        retries = int(_env_number(ENV_RETRIES, self.max_retries))
+        timeout, retries = _http_limits(self)
         try:
             import anthropic  # deferred: the SDK costs seconds to import; only this backend needs it
         except ImportError:  # pragma: no cover - a dependency of the package
@@ -448,10 +454,11 @@ class AnthropicBackend(Backend):
             ) from None
         key = os.environ.get("ANTHROPIC_API_KEY")
         token = None if key else os.environ.get("ANTHROPIC_AUTH_TOKEN")
+        base_url = os.environ.get("ANTHROPIC_BASE_URL") or None
         client = anthropic.Anthropic(
             api_key=key,
             auth_token=token,
-            base_url=os.environ.get("ANTHROPIC_BASE_URL") or None,
+            base_url=base_url,
             timeout=timeout,
             max_retries=retries,
         )
@@ -466,7 +473,7 @@ class AnthropicBackend(Backend):
             anthropic,
             anthropic.AnthropicError,
             lambda: client.messages.create(**kwargs),
-            where="the Anthropic API",
+            where=base_url or "the Anthropic API",  # a local server is named by its URL
             timeout=timeout,
             retries=retries,
             key_env="ANTHROPIC_API_KEY",
@@ -569,8 +576,6 @@ class OpenAIBackend(Backend):
     default_model = "gpt-5.4-mini"  # a small model the installed SDK (3.57) names
     context_window = 8192
     max_output = 2048
-    timeout_s: ClassVar[float] = 60.0
-    max_retries: ClassVar[int] = 2
 
     @property
     def base_url(self) -> str:
@@ -605,8 +610,7 @@ class OpenAIBackend(Backend):
         self, prompt: str, *, system: str = "", max_tokens: int = 1024, purpose: str = ""
     ) -> Completion:
         self.check()
-        timeout = _env_number(ENV_TIMEOUT, self.timeout_s)
-        retries = int(_env_number(ENV_RETRIES, self.max_retries))
+        timeout, retries = _http_limits(self)
         field = self._max_tokens_field()
         where = self.base_url or OPENAI_HOSTED
         try:
