@@ -163,6 +163,104 @@ def test_after_one_write_only_the_pages_it_touches_are_rendered(example, tmp_pat
     ).stat().st_mtime_ns
 
 
+def test_a_long_list_goes_on_pages_and_a_write_renders_only_the_newest(
+    example, tmp_path, monkeypatch
+):
+    """Subject pages and a domain's history hold PAGE_ENTRIES entries a page: the main page the
+    newest, older pages counted from the oldest, so one more entry renders the main page and
+    not the older ones; every entry is still on a page the main page links to."""
+    import llm_wiki.site.build as site_build
+    from conftest import Cli
+
+    monkeypatch.setattr(site_build, "PAGE_ENTRIES", 3)
+    cli = Cli(example)
+    ids = [
+        cli.json(
+            *write_args(f"Paged decision number {i}", domain="paging", actor=["zoe"], tag=["pg"],
+                        date=f"2026-07-{i + 1:02d}")
+        )["id"]
+        for i in range(7)
+    ]  # fmt: skip
+    out = tmp_path / "site"
+    first = build(cli, "--out", str(out))
+    for base in ("actors/zoe", "tags/pg", "domains/paging"):
+        main = (out / f"{base}.html").read_text()
+        older = sorted(p.name for p in (out / base).iterdir())
+        assert older == ["1.html"], base  # 7 entries: 3 on page 1, the newest 4 on the main page
+        assert f'href="../{base.split("/")[0]}/{base.split("/")[1]}/1.html"' in main, base
+        page1 = (out / base / "1.html").read_text()
+        assert f'href="../../{base}.html"' in page1  # back to the newest
+        for i, entry_id in enumerate(ids):
+            where = page1 if i < 3 else main
+            assert f"entries/{entry_id}.html" in where, (base, i)
+        assert main.index(f"entries/{ids[6]}.html") < main.index(f"entries/{ids[3]}.html")
+    assert "actors/zoe/1.html" in first["written"]
+    ids.append(
+        cli.json(*write_args("Paged decision number 7", domain="paging", actor=["zoe"],
+                             tag=["pg"], date="2026-07-20"))["id"]
+    )  # fmt: skip
+    again = build(cli, "--out", str(out))
+    written = set(again["written"])
+    assert {"actors/zoe.html", "tags/pg.html", "domains/paging.html"} <= written
+    assert not {"actors/zoe/1.html", "tags/pg/1.html", "domains/paging/1.html"} & written
+    assert f"entries/{ids[7]}.html" in (out / "actors/zoe.html").read_text()
+    # a ninth entry makes three full pages' worth: the main page's oldest three go to page 2
+    cli.json(*write_args("More paged", domain="paging", actor=["zoe"], tag=["pg"],
+                         date="2026-07-21"))  # fmt: skip
+    written = set(build(cli, "--out", str(out))["written"])
+    assert {"actors/zoe/2.html", "actors/zoe/1.html"} <= written  # page 1: a newer page now
+    page2 = (out / "actors/zoe/2.html").read_text()
+    assert all(f"entries/{i}.html" in page2 for i in ids[3:6])
+    assert 'href="../../actors/zoe/1.html"' in page2 and 'href="../../actors/zoe.html"' in page2
+
+
+def test_a_tag_or_person_named_index_does_not_take_the_list_page(example, tmp_path):
+    from conftest import Cli
+
+    cli = Cli(example)
+    cli.json(*write_args("Index the ledger by month", tag=["index"], actor=["index"]))
+    out = tmp_path / "site"
+    result = build(cli, "--out", str(out))
+    assert len(result["written"]) == len(set(result["written"]))  # no page planned twice
+    for folder, title in (("tags", "<h1>Tags</h1>"), ("actors", "<h1>People</h1>")):
+        listing = (out / folder / "index.html").read_text()
+        assert title in listing
+        page = re.search(rf'href="\.\./{folder}/(index-[0-9a-f]{{6}})\.html"', listing)
+        assert (
+            page and "Index the ledger by month" in (out / folder / f"{page[1]}.html").read_text()
+        )
+
+
+def test_a_rebuild_appends_to_the_build_state_and_a_broken_record_means_a_full_build(
+    example, tmp_path, monkeypatch
+):
+    """After a full build the state is one file; a rebuild appends what it changed to
+    ``<state>.log`` and leaves the file alone; a record that does not follow (cut short here)
+    makes the next build a full one, which gives the same folder as a build from scratch."""
+    from conftest import Cli
+    from llm_wiki.verify import HashCache
+
+    monkeypatch.setattr(HashCache, "RACY_NS", 0)  # builds follow each other within ms
+    cli = Cli(example)
+    out = tmp_path / "site"
+    build(cli, "--out", str(out))
+    folder = example / ".llm-wiki" / "site-state"
+    (base,) = [p for p in folder.iterdir() if p.is_file()]
+    stamp = base.stat().st_mtime_ns, base.read_bytes()
+    log = base.with_name(base.name + ".log")
+    cli.json(*write_args("Appended decision", domain="ledger", tag=["database"]))
+    result = build(cli, "--out", str(out))
+    assert len(result["written"]) < 30  # followed, not built again
+    assert (base.stat().st_mtime_ns, base.read_bytes()) == stamp
+    assert 0 < 4 * log.stat().st_size < len(stamp[1])  # the next build would append again
+    log.write_bytes(log.read_bytes()[:-7])
+    cli.json(*write_args("After the cut", domain="ledger"))
+    build(cli, "--out", str(out))
+    assert not log.exists() and base.read_bytes() != stamp[1]  # written whole again
+    build(cli, "--out", str(tmp_path / "fresh"), "--full")
+    assert tree(out) == tree(tmp_path / "fresh")
+
+
 def test_a_page_no_longer_planned_is_removed_and_other_files_are_refused(example, tmp_path):
     from conftest import Cli
 

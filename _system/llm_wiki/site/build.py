@@ -12,6 +12,7 @@ wiki and reader give the same bytes.
 
 from __future__ import annotations
 
+import bisect
 import contextlib
 import functools
 import gc
@@ -52,6 +53,9 @@ ASSETS = ("site.css", "site.js", "minisearch.js", "minisearch-LICENSE.txt")
 LATEST = 12
 CHANGES = 10
 BODY_TERMS = 2000  # distinct body words per entry in the search index
+# Entries a subject page (actor, tag) or a domain's history lists before the rest goes on pages of
+# their own (see :func:`chunk`).
+PAGE_ENTRIES = 100
 # Folders of the wiki that hold its data or its generated views: never a site's --out.
 _WIKI_FOLDERS = ("entries", "raw", "archive", "index", "indexes", "graph", "inbox")
 
@@ -217,7 +221,13 @@ def _build_site(
         }
 
     with contextlib.suppress(OSError):  # no state kept: the next build is a full one
-        state.save(saved, saved_state)
+        if prev is None or change is None or state.should_compact(prev):
+            state.save(saved, saved_state)
+        else:
+            logged = {
+                line[2] for line in inputs.new or () if line[1] in ("write", "archive") and line[2]
+            }
+            state.append(saved, prev, saved_state, change.delta, logged)
     return SiteResult(
         out=str(target),
         reader=viewer.name,
@@ -259,7 +269,7 @@ class _Inputs:
         for end, line in store.read_log(wiki, start):
             new.append(line)
             offset = end
-        digested = [digest(line) for line in new]
+        digested = [_shown(digest(line)) for line in new]
         if prev is None:
             logged = logged_entries(new)
             skips = logged_skips(new)
@@ -288,6 +298,24 @@ class _Inputs:
         return all(line[1] in state.FOLLOWED_OPS for line in self.new)
 
 
+_UNSHOWN = ("sha256", "path")  # fields of a log line no page shows (see macros.log_table)
+
+
+def _shown(line: Line) -> Line:
+    """A log line without the fields no page shows: a write line's sha256 and path are most of
+    the build state's copy of log.md."""
+    fields = line[3]
+    if any(k in _UNSHOWN for k, _ in fields):
+        return (
+            line[0],
+            line[1],
+            line[2],
+            tuple([kv for kv in fields if kv[0] not in _UNSHOWN]),
+            line[4],
+        )
+    return line
+
+
 @dataclass
 class _Change:
     """What changed since the last build: rows (ids whose row or file changed), the ids whose
@@ -299,6 +327,8 @@ class _Change:
     keys: set[str]
     domains: set[str] | None
     tuples: list[tuple[Any, ...]]
+    delta: dict[str, tuple[Any, ...] | None]  # the row of each changed id now (None: gone)
+    before: dict[str, Row]  # the row of each changed id as the last build had it (if it had)
 
 
 _SUPERSEDES = state._FIELDS.index("supersedes")
@@ -313,9 +343,16 @@ def _follow(
     """The rows now, from the last build's and the catalog's rows of what the new log lines
     and the changed entry files name."""
     old = {t[0]: t for t in prev["rows"]}
+    pending = prev.get("rows_delta")  # rows changed by the builds whose records were replayed
+    if pending:
+        for i, t in pending.items():
+            if t is None:
+                old.pop(i, None)
+            else:
+                old[i] = t
     named = {line[2] for line in inputs.new or () if line[1] == "write" and line[2]}
     named |= {os.path.basename(rel)[:-3] for rel in hashes.changed}
-    named |= {os.path.basename(rel)[:-3] for rel in set(hashes.old_files) - set(hashes.files)}
+    named |= {os.path.basename(rel)[:-3] for rel in hashes.old_files.keys() - hashes.files.keys()}
 
     def get(entry_id: str) -> tuple[Any, ...] | None:
         row = catalog.get(entry_id, viewer)
@@ -336,11 +373,13 @@ def _follow(
             merged.pop(i, None)
         else:
             merged[i] = now[i]
-    tuples = list(merged.values())
-    if changed:
-        tuples.sort(key=lambda t: t[0], reverse=True)  # the catalog's order: date DESC,
-        tuples.sort(key=lambda t: bool(t[_SUPERSEDED_BY]))  # superseded last, id DESC
-        tuples.sort(key=lambda t: t[_DATE], reverse=True)
+    moved = changed | set(pending or ())
+    if moved:  # the others keep their order: each moved row goes back in its place
+        tuples = [t for t in prev["rows"] if t[0] not in moved]
+        for i in sorted(moved):
+            t = merged.get(i)
+            if t is not None:
+                tuples.insert(_place(tuples, t), t)
     else:
         tuples = prev["rows"]
     rows = [state.tuple_row(t) for t in tuples]
@@ -380,7 +419,36 @@ def _follow(
         keys.add("*")
     if keys or inputs.new:
         keys.add("*")
-    return rows, _Change(changed, touched, keys, domains, tuples)
+    delta = {i: merged.get(i) for i in changed}
+    before = {i: state.tuple_row(old[i]) for i in changed if i in old}
+    return rows, _Change(changed, touched, keys, domains, tuples, delta, before)
+
+
+def _place(tuples: list[tuple[Any, ...]], t: tuple[Any, ...]) -> int:
+    """Where row tuple ``t`` goes in ``tuples``, which are in the catalog's order (date DESC,
+    superseded last, id DESC: descending by (date, 1 if not superseded else 0, id))."""
+    key = (t[_DATE], 0 if t[_SUPERSEDED_BY] else 1, t[0])
+    lo, hi = 0, len(tuples)
+    while lo < hi:
+        mid = (lo + hi) // 2
+        m = tuples[mid]
+        if (m[_DATE], 0 if m[_SUPERSEDED_BY] else 1, m[0]) > key:
+            lo = mid + 1
+        else:
+            hi = mid
+    return lo
+
+
+def _order(row: Row) -> tuple[str, int, str]:
+    """A row's place in the catalog's order read from the oldest (date, superseded first, id)."""
+    return (row.date, 0 if row.superseded_by else 1, row.id)
+
+
+_MEMBER: dict[str, Callable[[Row, str], bool]] = {
+    "d": lambda row, name: row.domain == name,
+    "t": lambda row, name: name in row.tags,
+    "a": lambda row, name: name in row.actors,
+}
 
 
 def _member_keys(row: Row) -> Iterator[str]:
@@ -459,6 +527,7 @@ class _Builder:
         self._refs: dict[str, dict[str, Any]] = {}
         self._decisions: dict[str, dict[str, Any]] = {}
         self._body: tuple[str, str] = ("", "")
+        self.force: set[str] = set()  # pages to plan again whatever their keys (first_moved)
         self.states = self.domain_states()
 
     def domain_states(self) -> list[list[Any]]:
@@ -470,7 +539,12 @@ class _Builder:
         domains = change.domains if change is not None else None
         if domains is not None and not domains:
             return self.prev["states"]  # type: ignore[index]
-        rows = view.rows if domains is None else [r for r in view.rows if r.domain in domains]
+        if domains is None:
+            rows = view.rows
+        elif len(domains) == 1:
+            rows = self.by_domain().get(next(iter(domains)), [])
+        else:
+            rows = [r for r in view.rows if r.domain in domains]
         try:
             got = domain_states(view.wiki, view.viewer, rows, self.inputs.skips)
         except WikiError:
@@ -530,26 +604,26 @@ class _Builder:
         yield "index.html", "home.html", self.home, (), None, every
         yield "search.html", "search.html", self.search_page, (), None, every
         yield "domains/index.html", "domains.html", self.domain_list, (), None, every
-        for domain in sorted({r.domain for r in view.rows}):
-            yield (
-                f"domains/{domain}.html",
-                "domain.html",
-                self.domain,
-                (domain,),
-                None,
-                (f"d:{domain}",),
-            )
+        force = self.force
+        for domain, rows in sorted(self.by_domain().items()):
+            key = (f"d:{domain}",)
+            yield f"domains/{domain}.html", "domain.html", self.domain, (domain,), None, key
+            moved = self.first_moved("d", domain, rows)
+            for j in range(1, chunks(len(rows))):
+                path = f"domains/{domain}/{j}.html"
+                if j >= moved:
+                    force.add(path)
+                yield path, "history.html", self.history, (domain, j), None, ()
         tags, actors = self.subjects()
         yield "tags/index.html", "subjects.html", self.subject_list, ("tag", tags), None, every
         for name in sorted(tags):
-            yield (
-                f"tags/{slug(name)}.html",
-                "tag.html",
-                self.tag,
-                (name, tags),
-                None,
-                (f"t:{name}",),
-            )
+            key, base = (f"t:{name}",), f"tags/{slug(name)}"
+            yield f"{base}.html", "tag.html", self.tag, (name, tags, 0), None, key
+            moved = self.first_moved("t", name, tags[name])
+            for j in range(1, chunks(len(tags[name]))):
+                if j >= moved:
+                    force.add(f"{base}/{j}.html")
+                yield f"{base}/{j}.html", "tag.html", self.tag, (name, tags, j), None, ()
         yield (
             "actors/index.html",
             "subjects.html",
@@ -559,21 +633,20 @@ class _Builder:
             every,
         )
         for name in sorted(actors):
-            yield (
-                f"actors/{slug(name)}.html",
-                "actor.html",
-                self.actor,
-                (name, actors),
-                None,
-                (f"a:{name}",),
-            )
+            key, base = (f"a:{name}",), f"actors/{slug(name)}"
+            yield f"{base}.html", "actor.html", self.actor, (name, actors, 0), None, key
+            moved = self.first_moved("a", name, actors[name])
+            for j in range(1, chunks(len(actors[name]))):
+                if j >= moved:
+                    force.add(f"{base}/{j}.html")
+                yield f"{base}/{j}.html", "actor.html", self.actor, (name, actors, j), None, ()
         by_id, entry = view.by_id, self.entry
         for entry_id in sorted(by_id):
             yield f"entries/{entry_id}.html", "entry.html", entry, (by_id[entry_id],), None, ()
         for name in sorted(self.raw_cited()):
             yield f"raw/{name[4:]}.html", "raw.html", self.raw, (name,), None, (f"r:{name}",)
         yield "inspector/index.html", "inspector.html", self.inspector, (), None, every
-        for month in sorted({item.month for item in view.log}):
+        for month in sorted(self._log_months):
             yield (
                 f"inspector/log-{month}.html",
                 "log.html",
@@ -586,6 +659,36 @@ class _Builder:
             yield f"search/{month}.js", "", self.shard, (month,), self.make_shard, (f"m:{month}",)
         for name in ASSETS:
             yield f"assets/{name}", "", _asset, (name,), self.make_asset, ()
+
+    def first_moved(self, kind: str, name: str, rows: list[Row]) -> int:
+        """The first of the older pages of a list (see :func:`chunk`) that may hold other
+        entries than the last build's: an entry that came, went or moved (its row changed) puts
+        every entry after it one place on, while the pages before it hold the same entries in the
+        same order, whose own changes their ``e:`` keys follow. Those pages are keyed by their
+        entries, not by the list's ``d:``/``t:``/``a:`` key, so a write plans the main page and
+        not the thousands of entries on the others. A page whose newer neighbour changes (the
+        number of pages did) counts as moved. ``rows``: the list now, newest first."""
+        change = self.change
+        if change is None:
+            return 1
+        if f"{kind}:{name}" not in change.keys:
+            return len(rows)  # no page: nothing in the list came, went or changed
+        member = _MEMBER[kind]
+        by_id = self.view.by_id
+        now = [by_id[i] for i in change.rows if i in by_id and member(by_id[i], name)]
+        was = [r for r in change.before.values() if member(r, name)]
+        if not now and not was:
+            return len(rows)
+        order = [_order(r) for r in reversed(rows)]  # oldest first: ascending
+        changed = sorted(_order(r) for r in now)
+        # entries the list holds now, before the first changed one in either version: the same
+        # unchanged entries in the same order in both
+        same = min(
+            bisect.bisect_left(order, key) - bisect.bisect_left(changed, key)
+            for key in map(_order, now + was)
+        )
+        pages = min(chunks(len(rows)), chunks(len(rows) - len(now) + len(was)))
+        return max(1, min(same // PAGE_ENTRIES + 1, pages - 1))
 
     # -- running it
     def run(self) -> tuple[list[str], list[str], int]:
@@ -607,11 +710,12 @@ class _Builder:
         index = self._index = {k: i for i, k in enumerate(self.keys)}
         dirty = {index[k] for k in change.keys if k in index} if change is not None else set()
         following = change is not None
+        force = self.force  # filled by the plan as it goes
         shown = progress.current()
         shown.task("site")
         skipped = 0  # pages left alone, counted as done in batches
         for path, template, function, args, make, keys in self.plan():
-            if following and path in prev_deps and path in old:
+            if following and path in prev_deps and path in old and path not in force:
                 before = prev_deps[path]
                 if dirty.isdisjoint(before):  # nothing it is made from changed
                     pages[path] = old[path]
@@ -827,7 +931,7 @@ class _Builder:
         """ADR file name -> the visible entry imported from it (the newest, if several)."""
         if not hasattr(self, "_adr"):
             found: dict[str, str] = {}
-            for row in sorted(self.view.rows, key=lambda r: (r.date, r.id)):
+            for row in sorted(self._groups["adr"], key=lambda r: (r.date, r.id)):
                 for s in row.sources:
                     if s.startswith("adr:"):
                         found[s[4:]] = row.id
@@ -850,17 +954,80 @@ class _Builder:
         return out
 
     # -- contexts
+    @functools.cached_property
+    def _groups(self) -> dict[str, Any]:
+        """The visible rows grouped as the plan and the lists need them, in one pass (a rebuild
+        after any write needs them all): by domain, tag, actor and month (each newest first),
+        the raw sources cited and the rows citing an ADR file."""
+        by_domain: dict[str, list[Row]] = {}
+        tags: dict[str, list[Row]] = {}
+        actors: dict[str, list[Row]] = {}
+        by_month: dict[str, list[Row]] = {}
+        raw: dict[str, list[tuple[int | None, int | None, str]]] = {}
+        adr: list[Row] = []
+        incidents: list[Row] = []
+        syntheses: list[Row] = []
+        archived: dict[str, list[Row]] = {}
+        for row in self.view.rows:
+            kind = row.type
+            if kind == "incident":
+                incidents.append(row)
+            elif kind == "synthesis" and row.origin == "consolidated":
+                syntheses.append(row)
+            if row.archive:
+                archived.setdefault(row.archive, []).append(row)
+            got = by_domain.get(row.domain)
+            if got is None:
+                by_domain[row.domain] = [row]
+            else:
+                got.append(row)
+            if row.tags:
+                for t in dict.fromkeys(row.tags) if len(row.tags) > 1 else row.tags:
+                    got = tags.get(t)
+                    if got is None:
+                        tags[t] = [row]
+                    else:
+                        got.append(row)
+            if row.actors:
+                for a in dict.fromkeys(row.actors) if len(row.actors) > 1 else row.actors:
+                    got = actors.get(a)
+                    if got is None:
+                        actors[a] = [row]
+                    else:
+                        got.append(row)
+            month = row.date[:7]
+            got = by_month.get(month)
+            if got is None:
+                by_month[month] = [row]
+            else:
+                got.append(row)
+            if row.sources:
+                cites_adr = False
+                for s in row.sources:
+                    if s.startswith("raw/"):
+                        for name, first, last in raw_sources((s,)):
+                            raw.setdefault(name, []).append((first, last, row.id))
+                    elif s.startswith("adr:"):
+                        cites_adr = True
+                if cites_adr:
+                    adr.append(row)
+        return {
+            "domain": by_domain,
+            "tag": tags,
+            "actor": actors,
+            "month": by_month,
+            "raw": {
+                k: sorted(v, key=lambda t: (t[0] or 0, t[1] or 0, t[2])) for k, v in raw.items()
+            },
+            "adr": adr,
+            "incident": incidents,
+            "synthesis": syntheses,
+            "archive": archived,
+        }
+
     def subjects(self) -> tuple[dict[str, list[Row]], dict[str, list[Row]]]:
-        if not hasattr(self, "_subjects"):
-            tags: dict[str, list[Row]] = {}
-            actors: dict[str, list[Row]] = {}
-            for row in self.view.rows:
-                for t in dict.fromkeys(row.tags):
-                    tags.setdefault(t, []).append(row)
-                for a in dict.fromkeys(row.actors):
-                    actors.setdefault(a, []).append(row)
-            self._subjects = (tags, actors)
-        return self._subjects
+        groups = self._groups
+        return groups["tag"], groups["actor"]
 
     def months(self, rows: list[Row]) -> dict[str, dict[str, int]]:
         counts: dict[str, Counter[str]] = {}
@@ -922,7 +1089,7 @@ class _Builder:
             "by_status": totals["by_status"],
             "latest": [self.ref(r) for r in rows[:LATEST]],
             "changes": changes,
-            "open_incidents": [self.ref(r) for r in rows if r.id in incidents],
+            "open_incidents": [self.ref(r) for r in self._groups["incident"] if r.id in incidents],
             "proposed": [self.ref(r) for r in totals["proposed"]],
             "domains": self.domain_rows(),
             "months": totals["months"],
@@ -948,9 +1115,13 @@ class _Builder:
             }
         return got
 
+    def by_domain(self) -> dict[str, list[Row]]:
+        """Domain -> its visible rows, newest first."""
+        return self._groups["domain"]  # type: ignore[no-any-return]
+
     def domain(self, domain: str) -> dict[str, Any]:
         view = self.view
-        rows = [r for r in view.rows if r.domain == domain]  # newest first
+        rows = self.by_domain()[domain]  # newest first
         decisions = [r for r in rows if r.type == "decision"]
         syntheses = [
             r
@@ -987,7 +1158,17 @@ class _Builder:
             "closed_incidents": [self.ref(r) for r in incidents if r.id not in view.open_incidents],
             "timeline": timeline,
             "months": self.months(rows),
-            "history": [self.ref(r) for r in rows],
+            "history": [self.ref(r) for r in chunk(rows, 0)],
+            "pager": pager(f"domains/{domain}", 0, len(rows)),
+        }
+
+    def history(self, domain: str, j: int) -> dict[str, Any]:
+        """Page ``j`` of a domain's history (see :func:`chunk`)."""
+        rows = self.by_domain()[domain]
+        return {
+            "domain": domain,
+            "history": [self.ref(r) for r in chunk(rows, j)],
+            "pager": pager(f"domains/{domain}", j, len(rows)),
         }
 
     def subject_list(self, kind: str, subjects: dict[str, list[Row]]) -> dict[str, Any]:
@@ -999,23 +1180,34 @@ class _Builder:
             ],
         }
 
-    def tag(self, name: str, tags: dict[str, list[Row]]) -> dict[str, Any]:
+    def tag(self, name: str, tags: dict[str, list[Row]], j: int = 0) -> dict[str, Any]:
+        """A tag's page: its entries by domain; ``j``: page ``j`` of them (see :func:`chunk`)."""
         groups: dict[str, list[dict[str, Any]]] = {}
-        for r in tags[name]:
+        every = tags[name]
+        shown = chunk(every, j)
+        for r in shown:
             groups.setdefault(r.domain, []).append(self.ref(r))
         return {
             "name": name,
-            "entries": len(tags[name]),
+            "shown": len(shown),
+            "entries": len(every) if j == 0 else 0,
+            "domains": len({r.domain for r in every}) if j == 0 else 0,
             "groups": [[d, groups[d]] for d in sorted(groups)],
+            "pager": pager(f"tags/{slug(name)}", j, len(every)),
         }
 
-    def actor(self, name: str, actors: dict[str, list[Row]]) -> dict[str, Any]:
+    def actor(self, name: str, actors: dict[str, list[Row]], j: int = 0) -> dict[str, Any]:
+        """A person's page: what they decided, with whom, what they superseded; ``j``: page
+        ``j`` of their entries (see :func:`chunk`), which says only what those decided."""
         view = self.view
-        rows = actors[name]
+        every = actors[name]
+        rows = chunk(every, j)
         decisions = [r for r in rows if r.type == "decision"]
         order = {"active": 0, "proposed": 1}
         decided = sorted(decisions, key=lambda r: order.get(view.status(r), 2))
-        partners = Counter(a for r in rows for a in dict.fromkeys(r.actors) if a != name)
+        partners: Counter[str] = Counter()
+        if j == 0:
+            partners.update(a for r in every for a in dict.fromkeys(r.actors) if a != name)
         superseded = [
             {"new": self.ref(r), "old": self.refs(view.supersedes[r.id])}
             for r in decisions
@@ -1023,7 +1215,8 @@ class _Builder:
         ]
         return {
             "name": name,
-            "entries": len(rows),
+            "entries": len(every) if j == 0 else 0,
+            "decisions": sum(1 for r in every if r.type == "decision") if j == 0 else 0,
             "decided": [self.decision(r) for r in decided],
             "partners": [
                 {"name": a, "slug": slug(a), "together": n}
@@ -1031,6 +1224,7 @@ class _Builder:
             ],
             "superseded": superseded,
             "other": [self.ref(r) for r in rows if r.type != "decision"],
+            "pager": pager(f"actors/{slug(name)}", j, len(every)),
         }
 
     def lineage(self, row: Row) -> list[dict[str, Any]]:
@@ -1094,15 +1288,7 @@ class _Builder:
 
     def raw_cited(self) -> dict[str, list[tuple[int | None, int | None, str]]]:
         """Raw sources cited by visible entries -> (first, last, citing id)."""
-        if not hasattr(self, "_raw"):
-            found: dict[str, list[tuple[int | None, int | None, str]]] = {}
-            for row in self.view.rows:
-                for name, first, last in raw_sources(row.sources):
-                    found.setdefault(name, []).append((first, last, row.id))
-            self._raw = {
-                k: sorted(v, key=lambda t: (t[0] or 0, t[1] or 0, t[2])) for k, v in found.items()
-            }
-        return self._raw
+        return self._groups["raw"]  # type: ignore[no-any-return]
 
     def raw(self, name: str) -> dict[str, Any]:
         cited = self.raw_cited()[name]
@@ -1115,13 +1301,10 @@ class _Builder:
         view = self.view
         log = view.log
         result = view.verify
-        months = Counter(item.month for item in log)
+        months = {m: len(items) for m, items in self._log_months.items()}
         lint = [self.log_dict(i) for i in log if i.op == "lint"][-20:]
         skips = [self.log_dict(i) for i in log if i.op == "consolidate-skip"][-20:]
-        archives: dict[str, list[Row]] = {}
-        for r in view.rows:
-            if r.archive:
-                archives.setdefault(r.archive, []).append(r)
+        archives: dict[str, list[Row]] = self._groups["archive"]
         llm = view.llm
         return {
             "verify": {
@@ -1147,11 +1330,7 @@ class _Builder:
                 "by_day": [[k, v] for k, v in llm["by_day"].items()][-60:],
                 "by_scope": [[k, v] for k, v in llm["by_scope"].items()],
             },
-            "syntheses": [
-                self.ref(r)
-                for r in view.rows
-                if r.type == "synthesis" and r.origin == "consolidated"
-            ][:30],
+            "syntheses": [self.ref(r) for r in self._groups["synthesis"]][:30],
             "skips": skips,
             "failures": [
                 {"time": f.time, "scope": f.scope, "domain": f.domain, "reasons": list(f.reasons)}
@@ -1189,12 +1368,21 @@ class _Builder:
             "fields": [list(kv) for kv in item.fields],
         }
 
+    @functools.cached_property
+    def _log_months(self) -> dict[str, list[Any]]:
+        """The log lines this reader sees, by month (in log.md's order)."""
+        found: dict[str, list[Any]] = {}
+        for item in self.view.log:
+            month = item.time[:7]
+            got = found.get(month)
+            if got is None:
+                found[month] = [item]
+            else:
+                got.append(item)
+        return found
+
     def log(self, month: str) -> dict[str, Any]:
-        if not hasattr(self, "_by_month"):
-            self._by_month: dict[str, list[Any]] = {}
-            for item in self.view.log:
-                self._by_month.setdefault(item.month, []).append(item)
-        items = [self.log_dict(i) for i in self._by_month.get(month, [])]
+        items = [self.log_dict(i) for i in self._log_months.get(month, [])]
         return {
             "month": month,
             "items": items,
@@ -1205,10 +1393,10 @@ class _Builder:
         return {"shards": self.shard_months()}
 
     def shard_months(self) -> list[str]:
-        return sorted({r.date[:7] for r in self.view.rows})
+        return sorted(self._groups["month"])
 
     def shard(self, month: str) -> dict[str, Any]:
-        rows = sorted((r for r in self.view.rows if r.date[:7] == month), key=lambda r: r.id)
+        rows = sorted(self._groups["month"][month], key=lambda r: r.id)
         return {
             "docs": [
                 [
@@ -1349,14 +1537,52 @@ def _environment() -> Any:
     return env
 
 
+def chunks(n: int) -> int:
+    """How many pages list ``n`` entries: PAGE_ENTRIES to a page, the newest 1-2 pages' worth on
+    the main one."""
+    return max(1, n // PAGE_ENTRIES)
+
+
+def chunk(rows: list[Row], j: int) -> list[Row]:
+    """The rows (newest first) a list page shows: page ``j`` (1, 2, ... counted from the oldest)
+    holds the oldest-first entries ``(j-1)*PAGE_ENTRIES`` to ``j*PAGE_ENTRIES - 1``; the main page
+    (``j`` 0) the newest, from the last full page on. Pages are counted from the oldest so that a
+    new entry changes the main page and no other (an older page changes only when an entry on it
+    does, or one before it comes or goes)."""
+    n = len(rows)
+    k = chunks(n)
+    if j == 0:
+        return rows[: n - (k - 1) * PAGE_ENTRIES]
+    return rows[n - j * PAGE_ENTRIES : n - (j - 1) * PAGE_ENTRIES]
+
+
+def pager(base: str, j: int, n: int) -> dict[str, Any]:
+    """Links between the pages of the list at ``base`` (``base``.html the main page,
+    ``base``/J.html page J). The main page links to every other; page J to its neighbours and
+    says which entries it holds counted from the oldest, so that it does not change as the list
+    grows (the page before the main one aside, whose newer neighbour becomes a page of its
+    own)."""
+    k = chunks(n)
+    if j == 0:
+        return {"base": base, "page": 0, "older": list(range(k - 1, 0, -1))}
+    return {
+        "base": base,
+        "page": j,
+        "newer": j + 1 if j + 1 < k else 0,
+        "older": j - 1,
+        "first": (j - 1) * PAGE_ENTRIES + 1,
+        "last": j * PAGE_ENTRIES,
+    }
+
+
 def _asset(name: str) -> dict[str, Any]:
     return {"asset": name}
 
 
 def slug(name: str) -> str:
     """A file name for a tag or actor: the name itself when it is already one, else a slug
-    with a short hash (two names never share a page)."""
-    if NAME_RE.match(name):
+    with a short hash (two names never share a page, and none takes the list's index.html)."""
+    if NAME_RE.match(name) and name != "index":
         return name
     return f"{slugify(name, 40) or 'x'}-{sha256_hex(name.encode())[:6]}"
 

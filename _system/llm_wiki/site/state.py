@@ -17,7 +17,14 @@ code or another reader, a catalog the scan rebuilt (a new ``generation``), log.m
 the offset (git merged lines in), a log line of another kind than write, lint, ingest or
 consolidate-skip, a changed access.yaml, settings.yaml or schema.md, or a change in archive/.
 The file is written with marshal (plain data only: loading 10,000 rows takes a few tens of ms,
-where the catalog's rows with their JSON columns take ~0.4 s).
+where the catalog's rows with their JSON columns take ~0.4 s). A build that followed the log does
+not write it again: it appends what it changed (the new log lines, rows, keys, page keys and file
+hashes; the small values whole) to ``<key>.log`` beside it, one marshal record per build, and the
+next build loads the file and replays the records. Each record names the file's ``epoch`` (a
+random token written with it) and the manifest it starts from and the one it leaves, so a record
+of another file, one left by a build that died, or a fork of two racing builds breaks the chain
+and the next build is a full one. Once the records hold a quarter of the file's bytes (or
+MAX_RECORDS of them), the next build writes the file whole again and drops the log.
 """
 
 from __future__ import annotations
@@ -25,6 +32,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import hashlib
+import io
 import marshal
 import os
 from collections.abc import Callable
@@ -36,7 +44,13 @@ from llm_wiki.entries import Alternative
 from llm_wiki.wiki import Wiki
 
 FOLDER = "site-state"
-VERSION = 3
+VERSION = 4
+MAX_RECORDS = 200
+# What a record holds whole (small values); the big ones go as what changed (see append).
+SMALL = (
+    "code", "reader", "manifest", "generation", "hard", "soft", "raw", "log_offset", "log_tail",
+    "skips", "states", "notes", "archives",
+)  # fmt: skip
 TAIL_BYTES = 4096
 # log.md operations a build can follow line by line; any other one means a full build.
 FOLLOWED_OPS = frozenset({"write", "lint", "ingest", "consolidate-skip"})
@@ -54,14 +68,32 @@ def row_tuple(row: Row) -> tuple[Any, ...]:
     return tuple(values)
 
 
-def tuple_row(values: tuple[Any, ...], _new: Any = object.__new__) -> Row:
+class StateRow(Row):
+    """A row read back from the state: its alternatives stay (id, reason) pairs until asked for
+    (a rebuild makes 10,000 rows and shows the alternatives of a few)."""
+
+    __slots__ = ()
+
+    @property  # type: ignore[override]
+    def alternatives(self) -> tuple[Alternative, ...]:  # type: ignore[override]
+        got = self.__dict__["alternatives"]
+        if got and type(got[0]) is tuple:
+            got = tuple([Alternative(a, b) for a, b in got])
+            self.__dict__["alternatives"] = got
+        return got  # type: ignore[no-any-return]
+
+
+def tuple_row(
+    values: tuple[Any, ...],
+    _new: Any = object.__new__,
+    _set: Any = object.__setattr__,
+    _fields: tuple[str, ...] = _FIELDS,
+) -> Row:
     """The inverse of :func:`row_tuple`, without the dataclass's per-field __init__."""
-    row = _new(Row)
-    fields = dict(zip(_FIELDS, values, strict=True))
-    alts = values[_ALT]
-    fields["alternatives"] = tuple([Alternative(a, b) for a, b in alts]) if alts else ()
+    row = _new(StateRow)
+    fields = dict(zip(_fields, values, strict=True))
     fields["rowid"] = 0
-    object.__setattr__(row, "__dict__", fields)
+    _set(row, "__dict__", fields)
     return row
 
 
@@ -127,34 +159,132 @@ def state_path(wiki: Wiki, out: Path) -> Path:
 
 def load(path: Path, code: str, reader: str, manifest_sha: str) -> dict[str, Any] | None:
     """The last build's state, if it was written by this code for this reader alongside the
-    manifest now in the folder; else None (a full build)."""
+    manifest now in the folder; else None (a full build). The records appended since the file was
+    written are replayed onto it; the rows they changed are left in ``rows_delta`` (id -> row
+    tuple, or None for a row gone) for the caller to fold into ``rows`` with its own changes, and
+    ``log_bytes`` says how much the records hold."""
     try:
-        data = marshal.loads(path.read_bytes())
+        base = path.read_bytes()
+        data = marshal.loads(base)
     except (OSError, EOFError, ValueError, TypeError):
         return None
     if not isinstance(data, dict) or data.get("version") != VERSION:
         return None
-    if (data.get("code"), data.get("reader"), data.get("manifest")) != (code, reader, manifest_sha):
+    if (data.get("code"), data.get("reader")) != (code, reader):
+        return None
+    data["rows_delta"] = {}
+    data["records"] = 0
+    data["log_bytes"] = 0
+    try:
+        with open(_log_path(path), "rb") as fh:
+            records = fh.read()
+    except OSError:
+        records = b""
+    if records and not _replay(data, records):
+        return None
+    data["base_bytes"] = len(base)
+    data["log_bytes"] = len(records)
+    if data.get("manifest") != manifest_sha:
         return None
     return data
 
 
+def _replay(data: dict[str, Any], records: bytes) -> bool:
+    """Apply the appended records in order; False if one does not follow from the state before
+    it (or cannot be read)."""
+    stream = io.BytesIO(records)
+    rows, lines, logged = data["rows_delta"], data["lines"], data["logged"]
+    keys, deps, files = data["keys"], data["deps"], data["files"]
+    while stream.tell() < len(records):
+        try:
+            rec = marshal.load(stream)
+        except (EOFError, ValueError, TypeError):
+            return False
+        if not isinstance(rec, dict) or rec.get("epoch") != data.get("epoch"):
+            return False
+        if rec.get("from") != data.get("manifest") or rec.get("keys_at") != len(keys):
+            return False
+        for name in SMALL:
+            data[name] = rec[name]
+        rows.update(rec["rows"])
+        lines.extend(rec["lines"])
+        logged.update(rec["logged"])
+        keys.extend(rec["keys"])
+        deps.update(rec["deps"])
+        for page in rec["deps_gone"]:
+            deps.pop(page, None)
+        files.update(rec["files"])
+        for rel in rec["files_gone"]:
+            files.pop(rel, None)
+        data["records"] += 1
+    return True
+
+
+def _log_path(path: Path) -> Path:
+    return path.with_name(path.name + ".log")
+
+
 def save(path: Path, make: Callable[[int], dict[str, Any]]) -> None:
     """Write the state atomically: ``make(now_ns)`` gives it, told the file system's current
-    time (the new file's mtime), so the hash cache can settle which records to trust."""
+    time (the new file's mtime), so the hash cache can settle which records to trust. Any records
+    appended to the file it replaces go with it."""
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
     try:
         with open(tmp, "wb") as fh:
             data = make(os.fstat(fh.fileno()).st_mtime_ns)
-            fh.write(marshal.dumps({**data, "version": VERSION}))
+            data = {**data, "version": VERSION, "epoch": os.urandom(8).hex()}
+            data.pop("rows_delta", None)
+            fh.write(marshal.dumps(data))
         os.replace(tmp, path)
     except BaseException:
         with contextlib.suppress(FileNotFoundError):
             tmp.unlink()
         raise
+    with contextlib.suppress(FileNotFoundError):
+        _log_path(path).unlink()
+
+
+def should_compact(prev: dict[str, Any]) -> bool:
+    """Whether the next save should write the whole file rather than append a record."""
+    return prev["records"] >= MAX_RECORDS or prev["log_bytes"] * 4 > prev["base_bytes"]
+
+
+def append(
+    path: Path,
+    prev: dict[str, Any],
+    make: Callable[[int], dict[str, Any]],
+    rows: dict[str, Any],
+    logged: set[str],
+) -> None:
+    """Append to the state what this build changed from ``prev`` (the state it followed):
+    ``make(now_ns)`` gives the whole new state as :func:`save` takes it (``now_ns`` the file
+    system's time); ``rows`` the row tuples it changed (None: gone), ``logged`` the ids whose
+    ``logged`` record it changed (the big values are diffed, the small ones kept whole)."""
+    with open(_log_path(path), "ab") as fh:
+        os.utime(fh.fileno())  # its mtime: the file system's time now
+        new = make(os.fstat(fh.fileno()).st_mtime_ns)
+        old_deps, deps = prev["deps"], new["deps"]  # (a build reads these, never changes them)
+        old_files, files = prev["files"], new["files"]
+        record = {name: new[name] for name in SMALL}
+        record.update(
+            epoch=prev["epoch"],
+            keys_at=len(prev["keys"]),
+            rows=rows,
+            lines=new["lines"][len(prev["lines"]) :],
+            logged={i: new["logged"][i] for i in logged if i in new["logged"]},
+            keys=new["keys"][len(prev["keys"]) :],
+            deps={p: v for p, v in deps.items() if old_deps.get(p) is not v},
+            deps_gone=[p for p in old_deps if p not in deps],
+            files={r: v for r, v in files.items() if old_files.get(r) is not v},
+            files_gone=[r for r in old_files if r not in files],
+        )
+        record["from"] = prev["manifest"]
+        fh.write(marshal.dumps(record))
 
 
 def drop(path: Path) -> None:
     with contextlib.suppress(FileNotFoundError):
         path.unlink()
+    with contextlib.suppress(FileNotFoundError):
+        _log_path(path).unlink()
