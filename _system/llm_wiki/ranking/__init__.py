@@ -38,6 +38,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import llm_wiki.ranking.lexical as lexical
+import llm_wiki.ranking.pool as pool_
 from llm_wiki.access import Viewer
 from llm_wiki.backends import estimate_tokens
 from llm_wiki.catalog import Catalog, Row
@@ -158,6 +159,7 @@ class Ranker:
         self._visible: int | None = None
         self._walls_ready = False
         self._df: dict[str, int] = {}
+        self._rows_in_fts: int | None = None
 
     # -- what the ranker uses
     @property
@@ -174,6 +176,12 @@ class Ranker:
 
             self._vectors = Vectors.open(self.catalog.wiki, self.catalog)
         return self._vectors
+
+    def _fts_rows(self) -> int:
+        """FTS5's own row count (what its bm25() counts IDF against)."""
+        if self._rows_in_fts is None:
+            self._rows_in_fts = lexical._averages(self.catalog.db)[0]
+        return self._rows_in_fts
 
     def visible(self) -> int:
         if self._visible is None:
@@ -251,7 +259,15 @@ class Ranker:
         db = self.catalog.db
         weights = lexical.COLUMN_WEIGHTS if bm25f else lexical.COLUMN_WEIGHTS_SEMANTIC
         if self.viewer.sees_all:
-            found = lexical.bm25(db, question.match, pool, weights)
+            found = (
+                pool_.bm25_pool(
+                    db, question.terms, pool, lexical._weights(weights), self.df, self._fts_rows()
+                )
+                if question.match == pool_.any_of(question.terms)  # the query it stands in for
+                else None
+            )
+            if found is None:
+                found = lexical.bm25(db, question.match, pool, weights)
             means = lexical.column_means(db) if bm25f else []
         else:
             df = {t: self.df(t) for t in question.terms}
@@ -263,7 +279,8 @@ class Ranker:
         if not bm25f or not found:
             return found
         idf = self._term_weights(question)
-        return lexical.bm25f(db, question.terms, [r for r, _ in found], idf, means)
+        hits = self.df if self.viewer.sees_all else None  # FTS5's own counts, for no wall
+        return lexical.bm25f(db, question.terms, [r for r, _ in found], idf, means, hits)
 
     # -- time
     def by_time(self, question: Question, items: list[Ranked], window: int) -> list[Ranked]:
