@@ -49,6 +49,7 @@ LAYERS = {
     "llm_wiki.ranking": 7,  # a package: question, lexical, minilm, vectors
     "llm_wiki.ranking.question": 7,
     "llm_wiki.ranking.lexical": 7,
+    "llm_wiki.ranking.pool": 7,  # execution shortcuts for lexical: the same results, cheaper
     "llm_wiki.ranking.minilm": 7,  # numpy: imported only by vectors, inside functions
     "llm_wiki.ranking.vectors": 7,
     "llm_wiki.write": 7,

@@ -391,3 +391,90 @@ def test_the_list_helpers_escape_as_markupsafe_does(value):
 
     assert escape(value) == str(markup_escape(value))
     assert escape(Markup("<b>kept</b>")) == "<b>kept</b>"
+
+
+BODIES = [
+    "## Context\n\nSee [2024-01-01-shown] and [2024-01-01-hidden], not `[2024-01-01-shown]`.",
+    "[the ADR](../adr/0001-use-postgres.md#why) and [another](0002-gone.md), [web](https://e.com/?a=1&b='2')"
+    ", [here](#top), [mail](mailto:a@b.c), [*cited [2024-01-01-shown]*](https://e.com)",
+    "- one\n- two [2024-01-01-shown]\n\n1. three\n\n> quoted\n\n    code [2024-01-01-shown]\n\n***\n",
+    '```python\nx = "[2024-01-01-shown]"\n```\n\nline one  \nline two\\\nthree *em* **strong** "q"',
+]
+
+
+@pytest.mark.parametrize("body", BODIES)
+def test_the_fast_renderer_writes_the_bytes_markdown_it_does(body):
+    """Bodies with no raw HTML, image, entity, reference definition or refused link go through
+    cmark (C); the rest through markdown-it-py: the same HTML either way, links and citations
+    rewritten alike."""
+    from llm_wiki.site.text import _cmark_renders, _render_cmark, _render_markdown_it
+
+    def entry_href(i: str) -> str | None:
+        return f"../entries/{i}.html" if i.endswith("shown") else None
+
+    def file_href(name: str) -> str | None:
+        return "../entries/2024-01-01-adr.html" if name == "0001-use-postgres.md" else None
+
+    assert _cmark_renders(body)
+    assert _render_cmark(body, entry_href, file_href) == _render_markdown_it(
+        body, entry_href, file_href
+    )
+
+
+def test_the_fast_renderer_agrees_with_markdown_it_on_the_imported_corpora():
+    """Every markdown file of the shared corpora cmark takes renders byte for byte as
+    markdown-it renders it."""
+    from llm_wiki.site.text import _cmark_renders, _render_cmark, _render_markdown_it
+
+    taken = 0
+    for path in sorted((REPO / "tests" / "data" / "corpora").rglob("*.md")):
+        body = path.read_text(encoding="utf-8", errors="replace")
+        if not _cmark_renders(body):
+            continue
+        taken += 1
+        got = _render_cmark(body, lambda i: None, lambda n: None)
+        assert got == _render_markdown_it(body, lambda i: None, lambda n: None), path
+    assert taken > 100
+
+
+@given(text=st.text(alphabet=st.characters(max_codepoint=127)) | st.text())
+def test_search_words_are_the_regex_words(text):
+    """site/text.py splits ASCII text by a byte translation: the same words as ``\\w+``."""
+    from llm_wiki.site.text import words
+
+    assert words(text) == list(dict.fromkeys(re.findall(r"\w+", text.lower())))
+
+
+def test_a_page_fingerprint_is_of_its_data_not_of_which_objects_it_shares():
+    """Two contexts that are equal give one fingerprint, whether a ref is one shared dict or two
+    copies (a rebuild's context is made of other objects than the last build's)."""
+    from llm_wiki.site.build import _fingerprint
+
+    ref = {"id": "2024-01-01-a", "summary": "x" * 40, "tags": ["t"], "n": 1, "ok": True}
+    shared = {"replaced": [ref, ref], "entry": ref, "none": None, "pair": ("a", 2)}
+    copies = {
+        "replaced": [dict(ref), json.loads(json.dumps(ref))],
+        "entry": dict(ref),
+        "none": None,
+        "pair": ("a", 2),
+    }
+    assert _fingerprint("c", "entry.html", {}, shared) == _fingerprint("c", "entry.html", {}, copies)
+    assert _fingerprint("c", "entry.html", {}, shared) != _fingerprint(
+        "c", "entry.html", {}, {**copies, "pair": ["a", 2]}
+    )
+
+
+def test_entry_pages_filled_into_one_frame_are_the_pages_rendered_whole(example, tmp_path, monkeypatch):
+    """An entry page is entry.html's frame (rendered once) around its title and main part: the
+    same bytes as rendering the template for each page."""
+    import llm_wiki.session as session
+    from llm_wiki.site.build import _Builder
+
+    session.open(example).site(out=tmp_path / "framed")
+    monkeypatch.setattr(_Builder, "frame", lambda self, page: None)
+    session.open(example).site(out=tmp_path / "whole")
+    framed, whole = tree(tmp_path / "framed"), tree(tmp_path / "whole")
+    assert [p for p in framed if p.startswith("entries/")]
+    assert {p: b for p, b in framed.items() if p != ".site-manifest.json"} == {
+        p: b for p, b in whole.items() if p != ".site-manifest.json"
+    }

@@ -39,6 +39,7 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from llm_wiki.adr.markdown import (
     HEADING_RE,
@@ -53,11 +54,28 @@ from llm_wiki.adr.markdown import (
 from llm_wiki.backends import estimate_tokens
 from llm_wiki.entries import PLACEHOLDER_REASON, Entry
 
+
+class _lazy:  # noqa: N801  (used like re.compile)
+    """A pattern compiled on first use: an answer uses a few of this module's patterns, and
+    compiling all of them was a tenth of an offline query's start-up."""
+
+    __slots__ = ("_args", "_pattern")
+
+    def __init__(self, pattern: str, flags: int = 0) -> None:
+        self._args = (pattern, flags)
+        self._pattern: re.Pattern[str] | None = None
+
+    def __getattr__(self, name: str) -> Any:
+        if self._pattern is None:
+            self._pattern = re.compile(*self._args)
+        return getattr(self._pattern, name)
+
+
 ANSWER_TOKENS = 320  # the answer's cap (about 1,200 characters)
 REASON_SENTENCES = 4
 REASON_LIST_MAX = 6  # a record's own list of reasons is quoted whole up to this many points
 
-_CAUSAL = re.compile(
+_CAUSAL = _lazy(
     r"\b(?:because|since|so that|in order to|as a result|therefore|thus|hence|reasons?|due to|"
     r"allows?|enables?|means|need(?:s|ed)?|requires?|required|requirement|ensure|avoid|"
     r"benefits?|advantages?|drawbacks?|disadvantages?|risks?|cost|cheaper|easier|simpler|"
@@ -66,7 +84,7 @@ _CAUSAL = re.compile(
     re.I,
 )
 # A sentence that gives a cause or a purpose in so many words (stronger than _CAUSAL's words).
-_CAUSE = re.compile(
+_CAUSE = _lazy(
     r"\b(?:because|since\s+(?!when\b)|so\s+that|in\s+order\s+(?:to|for)|so\s+as\s+to|"
     r"to\s+(?:avoid|prevent|reduce|simplify|ensure|remove|keep|allow|enable|make\s+sure)|"
     r"due\s+to|owing\s+to|thanks\s+to|as\s+a\s+result|therefore|thus|hence|consequently|"
@@ -78,7 +96,7 @@ _CAUSE = re.compile(
     re.I,
 )
 # Words that weigh an option (a reason, if a weaker sign of one than _CAUSE).
-_WEIGHS = re.compile(
+_WEIGHS = _lazy(
     r"\b(?:standard|mature|immature|popular|proven|widely|community|reliab\w*|stable|unstable|"
     r"compelling|attractive|flexib\w*|maintenance|burden|lock-?in|secur\w*|expensive|cheap\w*|"
     r"simple|simplif\w*|complexity|overhead|effort|experience[ds]?|painful|fragile|brittle|"
@@ -86,7 +104,7 @@ _WEIGHS = re.compile(
     r"unnecessar\w*|consistent|inconsistent|duplicat\w*|trust\w*|safe(?:ly|r)?|risk\w*)\b",
     re.I,
 )
-_NEGATIVE = re.compile(
+_NEGATIVE = _lazy(
     r"\b(?:not|no|never|rejected|discarded|instead|however|but|problems?|drawbacks?|"
     r"downsides?|risks?|because|too|lacks?|without|cannot|can't|won't|wouldn't|prevents?|"
     r"hard|harder|difficult|complex|expensive|slow|limited|only|unsure|doubts?|concerns?|"
@@ -97,66 +115,62 @@ _WHY_NOT_LEAD = (
     r"\bwhy\s+(?:not|no)\b|\bwhy\s+(?:didn'?t|did\s+not|don'?t|do\s+not|doesn'?t|does\s+not|"
     r"aren'?t|isn'?t|wasn'?t|weren'?t|won'?t|shouldn'?t|can'?t|couldn'?t|wouldn'?t)\b"
 )
-_WHY_NOT = re.compile(
+_WHY_NOT = _lazy(
     _WHY_NOT_LEAD + r"|\binstead\s+of\b|"
     r"\brather\s+than\b|\bover\s+(?:using\s+)?(?=\w)|\bwhat\s+(?:was|is)\s+wrong\s+with\b|"
     r"\bagainst\b|\bruled?\s+out\b|\breject(?:ed)?\b|\b(?:drawbacks?|downsides?|"
     r"disadvantages?|problems?|cons)\s+(?:of|with)\b|\bheld?\s+\w+\s+back\b",
     re.I,
 )
-_ALTERNATIVES = re.compile(
+_ALTERNATIVES = _lazy(
     r"\b(?:alternatives?|options?|considered|consider|other\s+(?:approaches|choices|tools|ways)|"
     r"what\s+else|candidates?|compared|evaluated|weighed|ways\s+of)\b",
     re.I,
 )
-_CURRENT = re.compile(
+_CURRENT = _lazy(
     r"\b(?:still|now|currently|current|today|these\s+days|at\s+the\s+moment|any\s*more|"
     r"nowadays|latest|presently|(?:what|which)\s+\w*\s*(?:replaced|superseded))\b",
     re.I,
 )
-_PAST = re.compile(
+_PAST = _lazy(
     r"\b(?:before|previously|previous|originally|original|used\s+to|earlier|initially|at\s+first|"
     r"formerly|former|prior|old|older|in\s+the\s+past|first\s+(?:decide|decided|choose|chose|"
     r"pick|picked|go|went|use|used|do|did|approach|decision|choice|plan|design|version)|"
     r"was\s+replaced|were\s+replaced|did\s+.+\s+(?:replace|supersede))\b",
     re.I,
 )
-_WHEN = re.compile(
-    r"^\s*(?:when|since\s+when|on\s+what\s+date|what\s+date)\b|\bwhat\s+date\b", re.I
-)
-_WHY = re.compile(
-    r"\bwhy\b|\breasons?\b|\brationale\b|\bhow\s+come\b|\bwhat\s+for\b|\bmotivat", re.I
-)
-_TURN = re.compile(
+_WHEN = _lazy(r"^\s*(?:when|since\s+when|on\s+what\s+date|what\s+date)\b|\bwhat\s+date\b", re.I)
+_WHY = _lazy(r"\bwhy\b|\breasons?\b|\brationale\b|\bhow\s+come\b|\bwhat\s+for\b|\bmotivat", re.I)
+_TURN = _lazy(
     r"(?i)^(?:however|but|this|that|it|these|unfortunately|the\s+problem|instead|sadly|"
     r"rejected|discarded|dropped|ruled\s+out|not\s+chosen)\b"
 )
 
 # Section roles, from a heading's words (checked innermost heading first, in this order).
 _ROLE_HEADINGS = (
-    ("status", re.compile(r"(?i)^(?:status|date|deciders?|decision[- ]makers|tags|links?|"
+    ("status", _lazy(r"(?i)^(?:status|date|deciders?|decision[- ]makers|tags|links?|"
                           r"references?|see also|notes?)\b")),
-    ("driver", re.compile(r"(?i)\b(?:drivers?|forces|criteria|requirements|goals|"
+    ("driver", _lazy(r"(?i)\b(?:drivers?|forces|criteria|requirements|goals|"
                           r"constraints|driving)\b")),
-    ("options", re.compile(r"(?i)\bpros\s+and\s+cons\b|\bconsidered\b|\boptions?\b|"
+    ("options", _lazy(r"(?i)\bpros\s+and\s+cons\b|\bconsidered\b|\boptions?\b|"
                            r"\balternatives?\b")),
-    ("con", re.compile(r"(?i)\b(?:negative|cons|drawbacks?|disadvantages?|downsides?|"
+    ("con", _lazy(r"(?i)\b(?:negative|cons|drawbacks?|disadvantages?|downsides?|"
                        r"weakness(?:es)?|trade-?offs?|risks?|bad|issues|limitations)\b")),
-    ("pro", re.compile(r"(?i)\b(?:positive|pros|benefits?|advantages?|strengths?|good)\b")),
-    ("outcome", re.compile(r"(?i)^(?:the\s+)?(?:decision|decisions\b|outcome|chosen|resolution|"
+    ("pro", _lazy(r"(?i)\b(?:positive|pros|benefits?|advantages?|strengths?|good)\b")),
+    ("outcome", _lazy(r"(?i)^(?:the\s+)?(?:decision|decisions\b|outcome|chosen|resolution|"
                            r"solution|design|proposal|proposed|what.s\s+proposed|we\s+decided|"
                            r"agreed|conclusion|approach)|\bdecision\s+(?:outcome|summary)\b")),
-    ("consequence", re.compile(r"(?i)\b(?:consequences?|implications?|results?|impact|"
+    ("consequence", _lazy(r"(?i)\b(?:consequences?|implications?|results?|impact|"
                                r"outcomes?)\b")),
-    ("context", re.compile(r"(?i)\b(?:context|problem|background|motivation|introduction|"
+    ("context", _lazy(r"(?i)\b(?:context|problem|background|motivation|introduction|"
                            r"summary|overview|why|rationale|justification)\b")),
 )  # fmt: skip
-_LABEL_ITEM = re.compile(r"(?i)^(?:good|bad|pros?|cons?|neutral)\b")
-_PRO_ITEM = re.compile(r"(?i)^(?:good|pro|\+)\b\s*[,:]?")
-_CON_ITEM = re.compile(r"(?i)^(?:bad|con|-)\b\s*[,:]?")
-_PRO_INTRO = re.compile(r"(?i)^(?:pros?|strengths?|advantages?|benefits?|good)\b")
-_CON_INTRO = re.compile(r"(?i)^(?:cons?|weakness(?:es)?|disadvantages?|drawbacks?|bad)\b")
-_CHOSEN = re.compile(
+_LABEL_ITEM = _lazy(r"(?i)^(?:good|bad|pros?|cons?|neutral)\b")
+_PRO_ITEM = _lazy(r"(?i)^(?:good|pro|\+)\b\s*[,:]?")
+_CON_ITEM = _lazy(r"(?i)^(?:bad|con|-)\b\s*[,:]?")
+_PRO_INTRO = _lazy(r"(?i)^(?:pros?|strengths?|advantages?|benefits?|good)\b")
+_CON_INTRO = _lazy(r"(?i)^(?:cons?|weakness(?:es)?|disadvantages?|drawbacks?|bad)\b")
+_CHOSEN = _lazy(
     r"(?i)\bchosen\s+option\s*:?\s*(.+?)(?:,?\s+(?:because|since|as)\b.*)?$|"
     r"\b(?:decided|decide|opted|choose|chose|pick|picked|select|selected)\s+(?:to\s+)?"
     r"(?:proceed\s+with\s+|pursue\s+|go\s+with\s+|use\s+|adopt\s+|for\s+)?(.+?)(?:[.,;]|$)"
@@ -777,10 +791,10 @@ def _follow(s: Sentence, found: Sequence[Sentence]) -> list[Sentence]:
     return []
 
 
-_CONSIDERED = re.compile(
+_CONSIDERED = _lazy(
     r"(?i)\b(?:alternatives?|considered|looked\s+(?:at|into)|evaluated|also\s+tried)\b"
 )
-_REJECTED = re.compile(r"(?i)\b(?:rejected|not\s+chosen|ruled\s+out|discarded|dropped)\b")
+_REJECTED = _lazy(r"(?i)\b(?:rejected|not\s+chosen|ruled\s+out|discarded|dropped)\b")
 
 # The weight of a sentence's role as a reason for the decision.
 _REASON_ROLE = {
@@ -798,18 +812,18 @@ _REASON_ROLE = {
 
 
 # The trouble a record's context reports (what the decision set out to fix).
-_PROBLEM = re.compile(
+_PROBLEM = _lazy(
     r"(?i)\b(?:(?:experienced|had|have|ran\s+into|hit|encountered|caused?|causing)\s+(?:\w+\s+)?"
     r"(?:problems?|issues?|incidents?|outages?|downtime|failures?|pain)|unstable|instability|"
     r"breakages?|incidents|outages?|downtime|painful|error-prone|unreliable|"
     r"does\s+not\s+(?:support|scale|work)|doesn't\s+(?:support|scale|work)|no\s+way\s+to)\b"
 )
-_PROBLEM_TURN = re.compile(
+_PROBLEM_TURN = _lazy(
     r"(?i)^(?:however|but|unfortunately|sadly|in\s+practice|the\s+(?:main\s+)?(?:problem|issue|"
     r"difficulty|challenge|downside|drawback)\b|this\s+(?:is|was|causes|caused|leads|led)\s+"
     r"(?:\w+\s+)?(?:problem|issue|confusion|anti-?pattern|difficult|hard|slow|expensive))"
 )
-_REASON_INTRO = re.compile(
+_REASON_INTRO = _lazy(
     r"(?i)\b(?:because|reasons?|since|why|benefits?|advantages?|downsides?|drawbacks?|"
     r"disadvantages?|shortcomings?|limitations?|concerns?|(?:problems?|issues?)\s+(?:with|of)|"
     r"anti-?pattern)\b|\bas\s*:\s*$"

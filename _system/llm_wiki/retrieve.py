@@ -53,13 +53,6 @@ from llm_wiki.access import Viewer, scope_field
 from llm_wiki.answers import Opened, compose
 from llm_wiki.backends import Backend, call, estimate_tokens, get_backend, limits
 from llm_wiki.catalog import Catalog, Row, read_catalog
-from llm_wiki.citations import (
-    Statement,
-    check_facts,
-    check_statements,
-    evidence_from_entry,
-    extract_cited,
-)
 from llm_wiki.entries import Entry, dump_entry
 from llm_wiki.errors import InvalidInput, WikiError
 from llm_wiki.prompts import json_object, render_prompt
@@ -75,7 +68,6 @@ from llm_wiki.ranking import (
 )
 from llm_wiki.reads import read_entry
 from llm_wiki.wiki import Wiki
-from llm_wiki.write import write_entry
 
 MIN_BUDGET = 1000
 DEFAULT_K = 3
@@ -513,9 +505,9 @@ def _nothing_text(got: Retrieval, backend: Backend) -> str:
             f"below {COSINE_FLOOR:.2f}). Try other words, or an LLM backend."
         )
     return (
-        "Nothing found: no entry holds enough of the question's specific words (the best "
-        f"holds {ev.held:.0%} of their weight; {HELD_FLOOR:.0%} is needed). Try other words, "
-        "or an LLM backend."
+        "Nothing found: no entry matches enough of the question's words (the best scores "
+        f"{ev.held:.0%} of an entry holding each of them; {HELD_FLOOR:.0%} is needed). "
+        "Try other words, or an LLM backend."
     )
 
 
@@ -580,6 +572,8 @@ def _generated(
     budget: int,
     file_back: bool,
 ) -> Answer:
+
+    from llm_wiki.citations import extract_cited  # deferred: start-up (LLM answers only)
 
     entries = [(s, read_entry(wiki, s.row)[0]) for s in got.opened]
     system = render_prompt("query_system.j2")
@@ -654,6 +648,8 @@ def entries_by_id(entries: Sequence[tuple[Source, Any]]) -> Iterable[tuple[str, 
 def _answer_problem(text: str, cited: Sequence[Citation], opened: dict[str, Entry]) -> str:
     """Why a generated answer cannot stand as the LLM's (empty: it can): it must cite opened
     entries, cite nothing else, and hold no number, date or quote its citations lack."""
+    from llm_wiki.citations import check_facts, evidence_from_entry  # deferred: start-up
+
     if not text:
         return "the reply is empty"
     if not cited:
@@ -751,6 +747,12 @@ def _file_back(wiki: Wiki, viewer: Viewer, answer: Answer, opened: Sequence[Any]
     """File a generated answer back as an entry, only if it passes the checks every LLM writer
     passes (:mod:`llm_wiki.citations`): it cites, cites only opened evidence of its one scope,
     and its numbers, dates and quotes occur in what it cites."""
+    from llm_wiki.citations import (  # deferred: start-up (LLM answers only)
+        Statement,
+        check_statements,
+        evidence_from_entry,
+    )
+    from llm_wiki.write import write_entry  # deferred: start-up (filing back only)
 
     cited = [c.source.row for c in answer.cited if c.source is not None]
     scopes = {s.row.scope for s in answer.opened}

@@ -126,7 +126,7 @@ def test_with_embeddings(table):
 @pytest.mark.parametrize("embeddings", [False, pytest.param(True, marks=needs_extra)])
 def test_leave_one_folder_out(embeddings):
     """Each folder measured with the parameters chosen on the other three; the package ships
-    the choice made on all four."""
+    the choice made on all of them."""
     from llm_wiki import ranking
     from llm_wiki.ranking import lexical
 
@@ -137,8 +137,8 @@ def test_leave_one_folder_out(embeddings):
     print(f"\n== leave one folder out ({'with' if embeddings else 'without'} embeddings) ==")
     print(devsets.table(rows))
     for folder, text in got["chosen"].items():
-        print(f"  chosen {'on all four' if folder == 'all four' else 'without ' + folder}: {text}")
-    params, held, cosine = got["all"]
+        print(f"  chosen {'on all folders' if folder == 'all' else 'without ' + folder}: {text}")
+    params, held, cosine, everyday = got["all"]
     depth = ranking.TIME_DEPTH_SEMANTIC if embeddings else ranking.TIME_DEPTH
     assert params["RRF_K"] == ranking.RRF_K and params["TIME_DEPTH"] == depth
     weights = lexical.COLUMN_WEIGHTS_SEMANTIC if embeddings else lexical.COLUMN_WEIGHTS
@@ -149,6 +149,7 @@ def test_leave_one_folder_out(embeddings):
         assert cosine == pytest.approx(ranking.COSINE_FLOOR)
     else:
         assert held == pytest.approx(ranking.HELD_FLOOR)
+        assert everyday == pytest.approx(ranking.EVERYDAY_UNHELD)
 
 
 # --------------------------------------------------------------------------- scale

@@ -25,9 +25,10 @@ the old design does the reverse: replaced before replacing, older before newer. 
 question keeps the relevance order.
 
 **Nothing found.** :attr:`Ranking.nothing_found` (see :class:`Evidence`): the question names
-something no entry mentions, or no leading entry holds an average term's worth of the
-question (weights from the reader's own archive), or, with vectors, no entry comes within the
-model's distance of meaning anything close.
+something no entry mentions, or (lexical only) the best match scores under a share of what
+an average-length entry holding each of the question's terms once would score (IDF from the
+reader's own archive), or, with vectors, no entry comes within the model's distance of
+meaning anything close.
 """
 
 from __future__ import annotations
@@ -38,6 +39,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import llm_wiki.ranking.lexical as lexical
+import llm_wiki.ranking.pool as pool_
 from llm_wiki.access import Viewer
 from llm_wiki.backends import estimate_tokens
 from llm_wiki.catalog import Catalog, Row
@@ -99,19 +101,36 @@ class Evidence:
       "Cloud Foundry") that no entry the reader may read mentions; or, from the calibrated
       signal of the ranking in use:
     - with vectors, ``cosine`` < :data:`COSINE_FLOOR`: no entry's meaning comes close;
-    - lexical only, ``held`` < :data:`HELD_FLOOR`: no leading entry holds that share of the
-      question's weight (its terms weighted by IDF among the reader's entries, see
-      :meth:`Ranker._term_weights`; a term no entry holds weighs as the rarest can, unless it
-      is an everyday word, which says little about whether the archive knows the subject).
+    - lexical only, ``held`` < :data:`HELD_FLOOR`: the best lexical match scores less than
+      that share of what an entry of average length holding each of the question's terms
+      once would score. ``held`` = the best BM25F score / the sum of the question's IDFs
+      (among the reader's entries, each less the IDF of a term every entry holds; a term no
+      entry holds weighs as one a single entry holds, and an everyday word among those by
+      :data:`EVERYDAY_UNHELD`). Both sides are BM25F in the
+      same archive, so the share does not grow with the question's length as a raw score
+      does; it still differs between archives (long records full of a term score higher).
 
-    Both floors were chosen by leave-one-folder-out over the dev folders
-    (``tests/bench/test_retrieval.py``), never on the folder they are then measured on.
+    The floors and the weight were chosen by leave-one-folder-out over the dev folders
+    (``tests/bench/lofo.py``), never on the folder they are then measured on; the parts are
+    kept (``best``, ``idf_held``, ``idf_unheld``, ``idf_everyday``) so the choice can be
+    re-made without ranking again.
     """
 
     unseen: tuple[str, ...] = ()
     held: float = 0.0
     cosine: float | None = None
     signals: tuple[str, ...] = ()
+    best: float = 0.0  # the best BM25F score (lexical only)
+    idf_held: float = 0.0  # the IDFs of the question's terms some entry holds
+    idf_unheld: float = 0.0  # the same for terms no entry holds (each as if one entry did)
+    idf_everyday: float = 0.0  # ... of which everyday words (counted by EVERYDAY_UNHELD)
+
+    def share(self, everyday_weight: float) -> float:
+        """``held`` with everyday words no entry holds weighed by ``everyday_weight``."""
+        total = self.idf_held + self.idf_unheld - (1 - everyday_weight) * self.idf_everyday
+        if total <= 1e-9:  # no term tells one entry from another: a match is all there is
+            return 1.0 if self.best > 0 else 0.0
+        return self.best / total
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -158,6 +177,7 @@ class Ranker:
         self._visible: int | None = None
         self._walls_ready = False
         self._df: dict[str, int] = {}
+        self._rows_in_fts: int | None = None
 
     # -- what the ranker uses
     @property
@@ -174,6 +194,12 @@ class Ranker:
 
             self._vectors = Vectors.open(self.catalog.wiki, self.catalog)
         return self._vectors
+
+    def _fts_rows(self) -> int:
+        """FTS5's own row count (what its bm25() counts IDF against)."""
+        if self._rows_in_fts is None:
+            self._rows_in_fts = lexical._averages(self.catalog.db)[0]
+        return self._rows_in_fts
 
     def visible(self) -> int:
         if self._visible is None:
@@ -225,7 +251,10 @@ class Ranker:
         items = [Ranked(rows[r], fused[r]) for r in wanted if r in rows]
         if not items:
             return Ranking(question, (), True, Evidence())
-        nothing, evidence = self.nothing(question, [i.row for i in items[:window]], sem)
+        best = 0.0  # the best BM25F score, for "nothing found" (lexical only)
+        if lex and not with_vectors:
+            best = lex[0][1] if bm25f else self._best_bm25f(question, [r for r, _ in lex])
+        nothing, evidence = self.nothing(question, best, sem)
         items = self.by_time(question, items, window)
         return Ranking(question, tuple(items[:limit]), nothing, evidence, dict(sem))
 
@@ -251,7 +280,15 @@ class Ranker:
         db = self.catalog.db
         weights = lexical.COLUMN_WEIGHTS if bm25f else lexical.COLUMN_WEIGHTS_SEMANTIC
         if self.viewer.sees_all:
-            found = lexical.bm25(db, question.match, pool, weights)
+            found = (
+                pool_.bm25_pool(
+                    db, question.terms, pool, lexical._weights(weights), self.df, self._fts_rows()
+                )
+                if question.match == pool_.any_of(question.terms)  # the query it stands in for
+                else None
+            )
+            if found is None:
+                found = lexical.bm25(db, question.match, pool, weights)
             means = lexical.column_means(db) if bm25f else []
         else:
             df = {t: self.df(t) for t in question.terms}
@@ -263,7 +300,16 @@ class Ranker:
         if not bm25f or not found:
             return found
         idf = self._term_weights(question)
-        return lexical.bm25f(db, question.terms, [r for r, _ in found], idf, means)
+        hits = self.df if self.viewer.sees_all else None  # FTS5's own counts, for no wall
+        return lexical.bm25f(db, question.terms, [r for r, _ in found], idf, means, hits)
+
+    def _best_bm25f(self, question: Question, rowids: Sequence[int]) -> float:
+        """The best BM25F score among ``rowids`` (when the pool is ordered otherwise)."""
+        db = self.catalog.db
+        within = "1" if self.viewer.sees_all else self._within("rowid")
+        means = lexical.column_means(db, within, self.visible())
+        got = lexical.bm25f(db, question.terms, rowids, self._term_weights(question), means)
+        return got[0][1] if got else 0.0
 
     # -- time
     def by_time(self, question: Question, items: list[Ranked], window: int) -> list[Ranked]:
@@ -370,21 +416,35 @@ class Ranker:
 
     # -- nothing found
     def nothing(
-        self, question: Question, leading: Sequence[Row], semantic: Sequence[tuple[int, float]]
+        self, question: Question, best: float, semantic: Sequence[tuple[int, float]]
     ) -> tuple[bool, Evidence]:
-        """Whether the archive answers nothing (see :class:`Evidence`)."""
+        """Whether the archive answers nothing (see :class:`Evidence`); ``best``: the best
+        BM25F score of the question's candidates (lexical only)."""
         unseen = tuple(" ".join(name) for name in names(question.text) if not self._mentioned(name))
+        # Each term weighs what it tells beyond a term every entry holds (whose IDF is not quite
+        # 0): in an archive of one entry no word tells anything, so the share cannot refuse.
+        # A term no entry holds weighs as one that a single entry holds (the rarest a held term
+        # can be): the IDF of "none hold it" is larger still, and in a small archive it swamps
+        # every held term ("Which database holds the ledger?" over a few entries).
+        total = self.visible()
+        least = math.log(1 + 0.5 / (total + 0.5))  # the IDF of a term every entry holds
         weights = self._term_weights(question)
-        rarest = math.log(1 + (self.visible() + 0.5) / 0.5)
-        missing = [t for t in question.terms if not self.df(t) and not everyday(t)]
-        total = sum(weights.values()) + rarest * len(missing)
-        held = self._terms_held(list(weights), [r.rowid for r in leading])
-        best = max((sum(weights[t] for t in held[r.rowid]) for r in leading), default=0.0)
+        rarest = math.log(1 + (total - 1 + 0.5) / 1.5) - least
+        missing = [t for t in question.terms if not self.df(t)]
+        common = sum(1 for t in missing if everyday(t))
+        parts = {
+            "best": best,
+            "idf_held": sum(w - least for w in weights.values()),
+            "idf_unheld": rarest * len(missing),
+            "idf_everyday": rarest * common,
+        }
+        held = Evidence(**parts).share(EVERYDAY_UNHELD)
         evidence = Evidence(
             unseen=unseen,
-            held=best / total if total else 0.0,
+            held=held,
             cosine=semantic[0][1] if semantic else None,
             signals=("lexical", "semantic") if semantic else ("lexical",),
+            **parts,
         )
         return evidence.nothing, evidence
 
@@ -493,7 +553,8 @@ class Ranker:
 
 # Chosen by leave-one-folder-out over the dev folders (tests/bench/test_retrieval.py).
 COSINE_FLOOR = 1 / 3  # all-MiniLM-L6-v2: below it, the closest entry does not answer
-HELD_FLOOR = 0.30  # lexical: the share of the question's weight the best leading entry holds
+HELD_FLOOR = 0.34  # lexical: the best BM25F score's share of an average entry holding every term
+EVERYDAY_UNHELD = 1.0  # lexical: how an everyday word no entry holds counts in that share
 
 
 def _rrf(lists: Sequence[Sequence[int]]) -> dict[int, float]:

@@ -20,8 +20,9 @@ from __future__ import annotations
 
 import math
 import sqlite3
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
+import llm_wiki.ranking.pool as pool
 from llm_wiki.ranking.question import quote
 
 COLUMN_WEIGHTS = (1.0, 1.0, 1.0, 1.0, 1.0, 1.0)  # summary, tags, aliases, questions, domain, body
@@ -201,6 +202,7 @@ def bm25f(
     rowids: Sequence[int],
     idf_of: dict[str, float],
     means: Sequence[float],
+    hits: Callable[[str], int] | None = None,
 ) -> list[tuple[int, float]]:
     """``rowids`` scored by BM25F proper (Robertson & Zaragoza 2009), best first: each column's
     term frequency normalised by *its own* length against that column's mean, then weighted
@@ -210,29 +212,38 @@ def bm25f(
     that field. ``idf_of``: term -> IDF among the reader's entries (terms missing count 0).
 
     The frequencies are FTS5's own, per column, from its ``fts5vocab`` instance table (no
-    ``bm25()`` call: FTS5 recounts a term's entries for its IDF on every rowid lookup)."""
+    ``bm25()`` call: FTS5 recounts a term's entries for its IDF on every rowid lookup), or the
+    same counts from one scan (:func:`pool.column_counts`) when ``hits`` gives FTS5's own count
+    of the rows holding a term."""
     ids = list(rowids)
     wanted = [t for t in terms if idf_of.get(t, 0.0) > 0]
     if not ids or not wanted:
         return [(r, 0.0) for r in ids]
-    db.execute(
-        "CREATE VIRTUAL TABLE IF NOT EXISTS temp.llm_wiki_vocab USING fts5vocab(main, fts, instance)"
-    )
-    stems = _stems(db, wanted)
     sizes = _column_sizes(db, ids)
     column = {name: n for n, name in enumerate(COLUMNS)}
     marks = ",".join("?" * len(ids))
     score = dict.fromkeys(ids, 0.0)
+    stems: dict[str, str] | None = None
     for term in wanted:
-        if term not in stems:
-            continue
-        tf: dict[int, list[int]] = {}
-        for doc, col, count in db.execute(
-            "SELECT doc, col, count(*) FROM temp.llm_wiki_vocab WHERE term = ? "
-            f"AND doc IN ({marks}) GROUP BY doc, col",
-            [stems[term], *ids],
-        ):
-            tf.setdefault(int(doc), [0] * len(COLUMNS))[column[str(col)]] = int(count)
+        counted = pool.column_counts(db, term, ids, sizes, hits(term)) if hits else None
+        if counted is not None:
+            tf = counted
+        else:
+            if stems is None:
+                db.execute(
+                    "CREATE VIRTUAL TABLE IF NOT EXISTS temp.llm_wiki_vocab "
+                    "USING fts5vocab(main, fts, instance)"
+                )
+                stems = _stems(db, wanted)
+            if term not in stems:
+                continue
+            tf = {}
+            for doc, col, count in db.execute(
+                "SELECT doc, col, count(*) FROM temp.llm_wiki_vocab WHERE term = ? "
+                f"AND doc IN ({marks}) GROUP BY doc, col",
+                [stems[term], *ids],
+            ):
+                tf.setdefault(int(doc), [0] * len(COLUMNS))[column[str(col)]] = int(count)
         for rowid, per_column in tf.items():
             size = sizes.get(rowid) or [0] * len(COLUMNS)
             weighted = sum(

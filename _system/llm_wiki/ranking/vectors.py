@@ -351,10 +351,14 @@ class Vectors:
         scales = self.rows["scale"][allowed]
         rowids = self.rows["rowid"][allowed]
         sims = np.empty(len(vectors), np.float32)
-        block = 8192
+        # int8 rows to float32 through one small reused buffer (a fresh 12 MB block each time
+        # cost more in page faults than the product); each row's product is the same either way
+        block = 1024
+        buf = np.empty((min(block, len(vectors)), vectors.shape[1]), np.float32)
         for start in range(0, len(vectors), block):
-            part = np.asarray(vectors[start : start + block], dtype=np.float32)
-            sims[start : start + block] = part @ q
+            n = min(block, len(vectors) - start)
+            np.copyto(buf[:n], vectors[start : start + n], casting="safe")
+            np.matmul(buf[:n], q, out=sims[start : start + n])
         sims *= scales
         if not len(sims):
             return [], sims

@@ -11,7 +11,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from markupsafe import Markup, escape
+from markupsafe import Markup
+
+from llm_wiki.site.html import escape
 
 WIDTH = 360
 
@@ -27,7 +29,7 @@ LEGEND = ("active", "superseded", "proposed", "rejected", "deprecated")
 
 
 def _esc(value: object) -> str:
-    return str(escape(str(value)))
+    return escape(str(value))  # markupsafe's escaping, as a plain str (site/html.py)
 
 
 def _cut(text: str, limit: int) -> str:
