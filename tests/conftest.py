@@ -170,10 +170,11 @@ def plant(wiki_path, entry_id, date, fields, body="planted"):
 
 
 def index_files(root: Path) -> dict[str, bytes]:
-    """INDEX.md and index/<domain>.md as name -> bytes, to compare a rebuild byte for byte."""
+    """INDEX.md, index/<domain>.md and index/<domain>/<YYYY-MM>.md as name -> bytes, to compare
+    a rebuild byte for byte."""
     files = {"INDEX.md": (root / "INDEX.md").read_bytes()}
-    for path in sorted((root / "index").glob("*.md")):
-        files[f"index/{path.name}"] = path.read_bytes()
+    for path in sorted((root / "index").rglob("*.md")):
+        files[path.relative_to(root).as_posix()] = path.read_bytes()
     return files
 
 

@@ -19,6 +19,7 @@ PACKAGE = SRC / "llm_wiki"
 LAYERS = {
     "llm_wiki.version": 1,
     "llm_wiki.errors": 1,
+    "llm_wiki.records": 1,  # frozen records by hand: a dataclass's methods without its exec
     "llm_wiki.progress": 1,  # what a long run has done; the reporter of the current context
     "llm_wiki.clock": 2,
     "llm_wiki.yaml_input": 2,  # YAML and JSON read exactly as written, within bounds
@@ -39,6 +40,8 @@ LAYERS = {
     "llm_wiki.catalog.db": 6,
     "llm_wiki.catalog.index_md": 6,
     "llm_wiki.catalog.refresh": 6,
+    "llm_wiki.catalog.result": 6,  # IndexResult, loaded by index only
+    "llm_wiki.catalog.fresh": 6,  # the freshness check every read makes (refresh loads lazily)
     "llm_wiki.catalog": 6,
     "llm_wiki.failures": 6,
     "llm_wiki.chunking": 6,
@@ -85,7 +88,10 @@ LAYERS = {
     "llm_wiki": 11,  # the package: the front door's names (loaded when first used), __version__
     "llm_wiki.mcp_server": 12,
     "llm_wiki.server": 12,  # llm-wiki serve: the MCP tools over HTTP and the site, per token
-    "llm_wiki.cli": 13,
+    "llm_wiki.cli": 13,  # a package: the root group and shared options; write, reads, commands
+    "llm_wiki.cli.write": 13,
+    "llm_wiki.cli.reads": 13,
+    "llm_wiki.cli.commands": 13,
     "llm_wiki.__main__": 13,
 }
 

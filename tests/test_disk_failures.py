@@ -138,9 +138,12 @@ def test_list_on_a_full_disk_says_the_disk_is_full(cli, wiki_path, monkeypatch):
         exc.sqlite_errorname = "SQLITE_FULL"
         raise exc
 
+    import importlib
+
     import llm_wiki.catalog as catalog_package
 
-    monkeypatch.setattr(catalog_package, "refresh", full)
+    refresh_module = importlib.import_module("llm_wiki.catalog.refresh")  # loaded when stale
+    monkeypatch.setattr(refresh_module, "refresh", full)
     monkeypatch.setattr(catalog_package, "is_fresh", lambda c: False)
     result = cli("list", code=1)
     _one_error_line(result, "no space left")

@@ -56,6 +56,50 @@ def test_rebuild_from_scratch_gives_identical_bytes(cli, wiki_path, monkeypatch)
     cli("index", "--check")
 
 
+def test_a_big_domain_is_indexed_by_month(cli, wiki_path, monkeypatch):
+    """Over SPLIT_AT entries (2 here), index/<domain>.md lists the months and each month's file
+    holds its lines, so a write rewrites a small file; `index` from scratch gives the same bytes
+    and `index --check` finds nothing stale. Back under it, the month files go."""
+    from llm_wiki.catalog import index_md
+
+    monkeypatch.setattr(index_md, "SPLIT_AT", 2)
+    ids = populate(cli, monkeypatch)
+    index = (wiki_path / "INDEX.md").read_text()
+    assert "- [platform](index/platform.md) — 3 entries, 2 active, latest 2026-03-02" in index
+    assert "A domain of over 2 entries lists its months instead" in index
+    months = (wiki_path / "index/platform.md").read_text().splitlines()
+    assert months[0] == "# Domain: platform"
+    assert [ln for ln in months if ln.startswith("- ")] == [
+        "- [2026-03](platform/2026-03.md) — 1 entry",
+        "- [2026-02](platform/2026-02.md) — 1 entry",
+        "- [2026-01](platform/2026-01.md) — 1 entry",
+    ]
+    march = (wiki_path / "index/platform/2026-03.md").read_text().splitlines()
+    assert march[0] == "# Domain: platform, 2026-03"
+    assert f"[{ids['new']}](../../entries/2026/03/{ids['new']}.md)" in march[4]
+    january = (wiki_path / "index/platform/2026-01.md").read_text()
+    assert f"**superseded by {ids['new']}**" in january  # the older month's file, spliced
+    assert (wiki_path / "index/security.md").read_text().count("\n- ") == 1  # small: one file
+    cli("index", "--check")
+    before = index_files(wiki_path)
+    remove_derived(wiki_path)
+    cli("index")
+    assert index_files(wiki_path) == before
+    monkeypatch.setenv("LLM_WIKI_NOW", "2026-03-03")
+    shard = cli.json(*write_args("Shard the ledger", domain="platform"))
+    assert (
+        "- [2026-03](platform/2026-03.md) — 2 entries"
+        in (wiki_path / "index/platform.md").read_text()
+    )
+    cli("index", "--check")
+    for path in (shard["path"], f"entries/2026/02/{ids['Adopt Kubernetes for services']}.md"):
+        (wiki_path / path).unlink()  # by hand: back to two entries
+    cli("index")
+    assert not (wiki_path / "index/platform").exists()
+    assert (wiki_path / "index/platform.md").read_text().count("\n- ") == 2
+    cli("index", "--check")
+
+
 def test_check_reports_stale_files(cli, wiki_path, monkeypatch):
     populate(cli, monkeypatch)
     (wiki_path / "index/ops.md").write_text("stale\n")
@@ -295,8 +339,9 @@ def write_plans(draw):
 @settings(
     max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
 )
-@given(plan=write_plans(), walls=st.booleans())
-def test_spliced_domain_files_equal_a_render(tmp_path_factory, plan, walls):
+@given(plan=write_plans(), walls=st.booleans(), split_at=st.sampled_from([None, 1, 3]))
+def test_spliced_domain_files_equal_a_render(tmp_path_factory, plan, walls, split_at):
+    """Also with a domain indexed by month (``split_at``: a small SPLIT_AT), crossing it."""
     from llm_wiki.access import Viewer
     from llm_wiki.catalog import index_md, read_catalog
     from llm_wiki.create import init_wiki
@@ -311,13 +356,16 @@ def test_spliced_domain_files_equal_a_render(tmp_path_factory, plan, walls):
     wiki = Wiki(root)
     ids: list[str] = []
     renders = []
-    real_render = index_md._render_domain
+    real_render, real_split = index_md._render_domain, index_md.SPLIT_AT
+    split_at = real_split if split_at is None else split_at
+    sizes: dict[tuple[str | None, str], int] = {}
 
     def counting(*args, **kwargs):
         renders.append(args[2])
         return real_render(*args, **kwargs)
 
     index_md._render_domain = counting
+    index_md.SPLIT_AT = split_at
     try:
         for step in plan:
             entry = Entry(
@@ -331,7 +379,13 @@ def test_spliced_domain_files_equal_a_render(tmp_path_factory, plan, walls):
                 supersedes=tuple(ids[j] for j in sorted(step["supersedes"])),
             )
             base = root / "indexes" / step["scope"] if walls else root
-            existed = (base / "index" / f"{step['domain']}.md").exists()
+            n = sizes.get((step["scope"] if walls else None, step["domain"]), 0)
+            sizes[(step["scope"] if walls else None, step["domain"])] = n + 1
+            if n + 1 <= split_at:
+                holder = base / "index" / f"{step['domain']}.md"
+            else:  # indexed by month: the line goes in its month's file
+                holder = base / "index" / step["domain"] / f"{step['date'][:7]}.md"
+            existed = holder.exists() and (n <= split_at) == (n + 1 <= split_at)
             i = len(ids)
             links = [p["summary"] for p in plan[: i + 1]]  # a line holding a link: rendered
             renders.clear()
@@ -342,14 +396,18 @@ def test_spliced_domain_files_equal_a_render(tmp_path_factory, plan, walls):
                     assert (root / rel).read_text() == text, rel
             if existed and not any("](" in text for text in links):
                 assert step["domain"] not in rendered_by_write  # spliced, not rendered
-    finally:
-        index_md._render_domain = real_render
-    before = {p.relative_to(root): p.read_bytes() for p in root.rglob("*.md") if "ndex" in str(p)}
-    for derived in (".llm-wiki", "index", "indexes"):
-        shutil.rmtree(root / derived, ignore_errors=True)
-    (root / "INDEX.md").unlink(missing_ok=True)
-    from llm_wiki.catalog import rebuild_index
+        before = {
+            p.relative_to(root): p.read_bytes() for p in root.rglob("*.md") if "ndex" in str(p)
+        }
+        for derived in (".llm-wiki", "index", "indexes"):
+            shutil.rmtree(root / derived, ignore_errors=True)
+        (root / "INDEX.md").unlink(missing_ok=True)
+        from llm_wiki.catalog import rebuild_index
 
-    rebuild_index(wiki)
-    after = {p.relative_to(root): p.read_bytes() for p in root.rglob("*.md") if "ndex" in str(p)}
-    assert after == before
+        rebuild_index(wiki)
+        after = {
+            p.relative_to(root): p.read_bytes() for p in root.rglob("*.md") if "ndex" in str(p)
+        }
+        assert after == before
+    finally:
+        index_md._render_domain, index_md.SPLIT_AT = real_render, real_split

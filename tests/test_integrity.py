@@ -106,15 +106,18 @@ def test_temp_files_of_killed_writes_are_swept_only_when_old_and_ours(cli, wiki_
     fresh_ours = tmp / "entry.4243.0123456789ac.tmp"
     old_index = wiki_path / ".INDEX.md.4244.0123456789ad.tmp"
     old_other = tmp / "notes.tmp"
-    for path in (old_ours, fresh_ours, old_index, old_other):
+    (wiki_path / "index" / "platform").mkdir(exist_ok=True)  # a domain indexed by month
+    old_month = wiki_path / "index" / "platform" / ".2026-01.md.4245.0123456789ae.tmp"
+    for path in (old_ours, fresh_ours, old_index, old_other, old_month):
         path.write_text("x")
     day_ago = time.time() - 86400
-    for path in (old_ours, old_index, old_other):
+    for path in (old_ours, old_index, old_other, old_month):
         os.utime(path, (day_ago, day_ago))
     cli(*write_args("Another decision"))
     assert not old_ours.exists() and fresh_ours.exists() and old_other.exists()
     cli("index")
     assert not old_index.exists() and fresh_ours.exists() and old_other.exists()
+    assert not old_month.exists()
 
 
 @pytest.mark.parametrize(

@@ -22,26 +22,39 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterable
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from llm_wiki.entries import NAME_RE, decode_text
 from llm_wiki.errors import InvalidInput, WikiError
+from llm_wiki.records import Frozen
 from llm_wiki.wiki import Wiki
 from llm_wiki.yaml_input import load_yaml
 
 ENV_READER = "LLM_WIKI_READER"
 
 
-@dataclass(frozen=True)
-class Viewer:
+class Viewer(Frozen):
     """One reader, fixed for one invocation. ``read``/``write`` of None mean every scope."""
 
+    FIELDS = ("name", "read", "write", "walls")
+    __slots__ = FIELDS
     name: str
     read: frozenset[str] | None
     write: frozenset[str] | None
-    walls: bool = False  # access.yaml is in force
+    walls: bool  # access.yaml is in force
+
+    def __init__(
+        self,
+        name: str,
+        read: frozenset[str] | None,
+        write: frozenset[str] | None,
+        walls: bool = False,
+    ) -> None:
+        object.__setattr__(self, "name", name)
+        object.__setattr__(self, "read", read)
+        object.__setattr__(self, "write", write)
+        object.__setattr__(self, "walls", walls)
 
     @classmethod
     def everyone(cls) -> Viewer:

@@ -13,12 +13,11 @@ import dataclasses
 import datetime as dt
 import functools
 import re
-import unicodedata
 from collections.abc import Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
 from llm_wiki.errors import InvalidInput
+from llm_wiki.records import Frozen, dataclass_on_first_use
 from llm_wiki.yaml_input import (  # re-exported: the entry's readers import them from here
     LIMITS,
     TAG_FLOAT,
@@ -114,23 +113,33 @@ DATE_RE = re.compile(r"^\d{4}-\d{2}-\d{2}\Z")
 SLUG_MAX = 60
 
 
-@dataclass(frozen=True)
-class Alternative:
+class Alternative(Frozen):
     """An option the entry weighed and did not take, and why."""
 
+    FIELDS = ("id", "rejected_because")
+    __slots__ = FIELDS
     id: str
     rejected_because: str
 
+    def __init__(self, id: str, rejected_because: str) -> None:
+        object.__setattr__(self, "id", id)
+        object.__setattr__(self, "rejected_because", rejected_because)
 
-@dataclass(frozen=True)
-class Relation:
+
+class Relation(Frozen):
     """A typed link: this entry ``kind`` the entry ``id`` (e.g. amends, refines, relates-to)."""
 
+    FIELDS = ("id", "kind")
+    __slots__ = FIELDS
     id: str
     kind: str
 
+    def __init__(self, id: str, kind: str) -> None:
+        object.__setattr__(self, "id", id)
+        object.__setattr__(self, "kind", kind)
 
-@dataclass(frozen=True)
+
+@dataclass_on_first_use  # a frozen dataclass; list, which builds none, need not compile it
 class Entry:
     """One entry: its frontmatter fields (in KEY_ORDER) and its markdown body."""
 
@@ -153,7 +162,7 @@ class Entry:
     aliases: tuple[str, ...] = ()
     questions: tuple[str, ...] = ()
     sources: tuple[str, ...] = ()
-    extra: tuple[tuple[str, Any], ...] = field(default=())  # other frontmatter keys, sorted
+    extra: tuple[tuple[str, Any], ...] = ()  # other frontmatter keys, sorted
     body: str = ""
 
     @property
@@ -250,11 +259,11 @@ def dump_entry(entry: Entry) -> str:
 # A plain scalar is used only when YAML cannot read it as anything but this string: it starts
 # with a letter or one of a few safe characters, holds no indicator that could end or change it,
 # does not end in a space, and is not one of YAML 1.1's words for booleans and null.
-_PLAIN_RE = re.compile(r"[A-Za-z_(/][A-Za-z0-9 _()/.'%+=;!?@$&*^~<>-]*")
-_PLAIN_BLOCK_RE = re.compile(r"[A-Za-z_(/][A-Za-z0-9 _()/.'%+=;!?@$&*^~<>,\[\]{}-]*")
+_PLAIN = r"[A-Za-z_(/][A-Za-z0-9 _()/.'%+=;!?@$&*^~<>-]*"
+_PLAIN_BLOCK = r"[A-Za-z_(/][A-Za-z0-9 _()/.'%+=;!?@$&*^~<>,\[\]{}-]*"
 _YAML_WORDS = frozenset(["y", "n", "yes", "no", "true", "false", "on", "off", "null", "~"])
 # Entry ids start with a date; followed by a hyphen and more, YAML reads them as text.
-_ID_PLAIN_RE = re.compile(r"\d{4}-\d\d-\d\d-[a-z0-9-]*[a-z0-9]")
+_ID_PLAIN = r"\d{4}-\d\d-\d\d-[a-z0-9-]*[a-z0-9]"
 _ESCAPES = {
     "\\": "\\\\",
     '"': '\\"',
@@ -268,9 +277,16 @@ _ESCAPES = {
 }
 
 
+@functools.cache
+def _dump_res() -> tuple[re.Pattern[str], re.Pattern[str], re.Pattern[str]]:
+    """_PLAIN, _PLAIN_BLOCK and _ID_PLAIN compiled on first use (only a write dumps)."""
+    return re.compile(_PLAIN), re.compile(_PLAIN_BLOCK), re.compile(_ID_PLAIN)
+
+
 def _scalar_text(value: str, *, flow: bool = False) -> str:
-    pattern = _PLAIN_RE if flow else _PLAIN_BLOCK_RE
-    if _ID_PLAIN_RE.fullmatch(value):
+    plain, plain_block, id_plain = _dump_res()
+    pattern = plain if flow else plain_block
+    if id_plain.fullmatch(value):
         return value
     if (
         value
@@ -280,6 +296,8 @@ def _scalar_text(value: str, *, flow: bool = False) -> str:
         and value.lower() not in _YAML_WORDS
     ):
         return value
+    if value.isascii() and value.isprintable() and '"' not in value and "\\" not in value:
+        return '"' + value + '"'  # nothing to escape: no need to compile _quote_re
     return '"' + _quote_re().sub(_escape, value) + '"'
 
 
@@ -369,8 +387,6 @@ class _FastRes(NamedTuple):
     block: re.Pattern[str]  # a scalar _scalar_text writes plain, in block context
     flow: re.Pattern[str]  # ... in a flow list
     plain_list: re.Pattern[str]  # a flow list of plain items only
-    quoted: re.Pattern[str]  # the inside of a double-quoted scalar as _escape writes it
-    escape: re.Pattern[str]
 
 
 @functools.cache
@@ -378,24 +394,30 @@ def _fast_res() -> _FastRes:
     """The fast path's patterns, compiled on first use (``write`` never reads frontmatter).
 
     ``block`` and ``flow`` accept exactly what _scalar_text writes plain, bar the YAML words
-    (checked apart): _ID_PLAIN_RE, or _PLAIN_BLOCK_RE / _PLAIN_RE without a double or trailing
+    (checked apart): _ID_PLAIN, or _PLAIN_BLOCK / _PLAIN without a double or trailing
     space, spelled as one pattern (a space only ever followed by another allowed character).
     """
     block_chars = "A-Za-z0-9_()/.'%+=;!?@$&*^~<>,\\[\\]{}-"
     flow_chars = "A-Za-z0-9_()/.'%+=;!?@$&*^~<>-"
-    ident = _ID_PLAIN_RE.pattern
+    ident = _ID_PLAIN
     block = f"(?:{ident}|[A-Za-z_(/](?: ?[{block_chars}])*)"
     flow = f"(?:{ident}|[A-Za-z_(/](?: ?[{flow_chars}])*)"
     return _FastRes(
         block=re.compile(block),
         flow=re.compile(flow),
         plain_list=re.compile(f"\\[{flow}(?:, {flow})*\\]"),
-        quoted=re.compile(
-            '(?:[^\\\\"\x00-\x1f\x7f-\x9f\u2028\u2029\ufeff\ufffe\uffff\ud800-\udfff]'
-            '|\\\\(?:[\\\\"ntr0NLP]|x[0-9a-fA-F]{2}|u[0-9a-fA-F]{4}))*'
-        ),
-        escape=re.compile(r"\\(x[0-9a-fA-F]{2}|u[0-9a-fA-F]{4}|.)"),
     )
+
+
+@functools.cache
+def _quoted_res() -> tuple[re.Pattern[str], re.Pattern[str]]:
+    """What a double-quoted scalar may hold, and its escapes: compiled only for a value that is
+    not plain printable ASCII (~0.4 ms, a large Unicode class)."""
+    quoted = re.compile(
+        '(?:[^\\\\"\x00-\x1f\x7f-\x9f\u2028\u2029\ufeff\ufffe\uffff\ud800-\udfff]'
+        '|\\\\(?:[\\\\"ntr0NLP]|x[0-9a-fA-F]{2}|u[0-9a-fA-F]{4}))*'
+    )
+    return quoted, re.compile(r"\\(x[0-9a-fA-F]{2}|u[0-9a-fA-F]{4}|.)")
 
 
 def _unescape(match: re.Match[str]) -> str:
@@ -404,9 +426,12 @@ def _unescape(match: re.Match[str]) -> str:
 
 
 def _fast_quoted(inner: str, res: _FastRes) -> str | None:
-    if not res.quoted.fullmatch(inner):
+    if inner.isascii() and inner.isprintable() and '"' not in inner and "\\" not in inner:
+        return inner  # what ``quoted`` accepts, with nothing to unescape
+    quoted, escape = _quoted_res()
+    if not quoted.fullmatch(inner):
         return None
-    return res.escape.sub(_unescape, inner) if "\\" in inner else inner
+    return escape.sub(_unescape, inner) if "\\" in inner else inner
 
 
 def _fast_scalar(raw: str, res: _FastRes, flow: bool = False) -> str | None:
@@ -871,6 +896,8 @@ def slugify(text: str, limit: int = SLUG_MAX) -> str:
     a first word longer than ``limit`` is kept whole (ids allow 160 characters), since half a word
     reads as another word.
     """
+    import unicodedata  # deferred: start-up (only a write mints an id)
+
     text = text.translate(_TRANSLIT)
     ascii_text = unicodedata.normalize("NFKD", text).encode("ascii", "ignore").decode()
     ascii_text = re.sub(r"(?<=[A-Za-z0-9])['`](?=[A-Za-z])", "", ascii_text)

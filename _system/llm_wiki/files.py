@@ -47,7 +47,7 @@ def _mkstemp(folder: Path | str, prefix: str) -> tuple[int, str]:
 
 
 # The temp names _mkstemp makes: "<prefix><pid>.<12 hex>.tmp", prefix "entry." or ".<name>.".
-_TEMP_RE = re.compile(r"(?:entry\.|\.[^/]+\.)\d+\.[0-9a-f]{12}\.tmp\Z")
+_TEMP_RE = r"(?:entry\.|\.[^/]+\.)\d+\.[0-9a-f]{12}\.tmp\Z"
 STALE_TEMP_SECONDS = 3600  # a write takes milliseconds; an hour-old temp file is a killed one's
 
 
@@ -56,10 +56,11 @@ def sweep_temp(folder: Path | str, max_age: float = STALE_TEMP_SECONDS) -> int:
     only older than ``max_age`` seconds, so a write in progress keeps its own. Returns the count."""
     removed = 0
     cutoff = time.time() - max_age
+    temp = re.compile(_TEMP_RE)  # compiled here: only writes and index sweep
     try:
         with os.scandir(folder) as it:
             for item in it:
-                if not _TEMP_RE.fullmatch(item.name):
+                if not temp.fullmatch(item.name):
                     continue
                 with contextlib.suppress(OSError):
                     if item.is_file(follow_symlinks=False) and item.stat().st_mtime < cutoff:

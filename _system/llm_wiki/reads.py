@@ -3,26 +3,32 @@
 from __future__ import annotations
 
 import dataclasses
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from llm_wiki.access import Viewer
 from llm_wiki.catalog import Row, read_catalog
 from llm_wiki.entries import Entry, decode_text, parse_entry, valid_date
 from llm_wiki.errors import InvalidInput, NotFound, WikiError
+from llm_wiki.records import Frozen
 from llm_wiki.wiki import Wiki
 
 if TYPE_CHECKING:
     from llm_wiki.stats import Stats
 
 
-@dataclass(frozen=True)
-class Shown:
+class Shown(Frozen):
     """One entry as ``show`` gives it: its catalog row, the parsed entry, the file's text."""
 
+    FIELDS = ("row", "entry", "text")
+    __slots__ = FIELDS
     row: Row
     entry: Entry
     text: str
+
+    def __init__(self, row: Row, entry: Entry, text: str) -> None:
+        object.__setattr__(self, "row", row)
+        object.__setattr__(self, "entry", entry)
+        object.__setattr__(self, "text", text)
 
     def to_dict(self) -> dict[str, Any]:
         data = self.row.to_dict()
@@ -81,13 +87,19 @@ def read_entry(wiki: Wiki, row: Row) -> tuple[Entry, str]:
         ) from None
 
 
-@dataclass(frozen=True)
-class Page:
+class Page(Frozen):
     """One page of ``list``: its rows, how many match in all, where the page starts."""
 
+    FIELDS = ("rows", "total", "offset")
+    __slots__ = FIELDS
     rows: tuple[Row, ...]
     total: int
     offset: int
+
+    def __init__(self, rows: tuple[Row, ...], total: int, offset: int) -> None:
+        object.__setattr__(self, "rows", rows)
+        object.__setattr__(self, "total", total)
+        object.__setattr__(self, "offset", offset)
 
     def to_dict(self) -> dict[str, Any]:
         return {

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass
 from typing import Any, NamedTuple
 
 from llm_wiki.entries import (
@@ -28,7 +27,10 @@ from llm_wiki.entries import (
     valid_date,
 )
 from llm_wiki.errors import InvalidInput
+from llm_wiki.records import Frozen
 from llm_wiki.yaml_input import LIMITS, YamlLimits, load_yaml
+
+DEFAULT_REQUIRED = ("type", "date", "summary", "domain")
 
 
 class Rule(NamedTuple):
@@ -46,27 +48,84 @@ class TypeSpec(NamedTuple):
     rules: tuple[Rule, ...] = ()
 
 
-@dataclass(frozen=True)
-class Schema:
+class Schema(Frozen):
     """schema.md as rules: the types, the fields each needs, the allowed values, the limits."""
 
+    FIELDS = (
+        "types",
+        "required",
+        "statuses",
+        "origins",
+        "roles",
+        "relation_kinds",
+        "max_body_bytes",
+        "max_summary_chars",
+        "max_text_chars",
+        "max_list_items",
+        "max_input_bytes",
+        "max_depth",
+        "max_nodes",
+        "max_alias_nodes",
+        "review_after_days",
+        "when_to_write",
+        "when_not_to_write",
+    )
+    __slots__ = FIELDS
     types: Mapping[str, TypeSpec]
-    required: tuple[str, ...] = ("type", "date", "summary", "domain")
-    statuses: tuple[str, ...] = STATUSES
-    origins: tuple[str, ...] = ORIGINS
-    roles: tuple[str, ...] = ROLES
-    relation_kinds: tuple[str, ...] = RELATION_KINDS
-    max_body_bytes: int = MAX_BODY_BYTES
-    max_summary_chars: int = 1000
-    max_text_chars: int = MAX_TEXT_CHARS
-    max_list_items: int = MAX_LIST_ITEMS
-    max_input_bytes: int = MAX_INPUT_BYTES
-    max_depth: int = LIMITS.max_depth
-    max_nodes: int = LIMITS.max_nodes
-    max_alias_nodes: int = LIMITS.max_alias_nodes
-    review_after_days: int = 365
-    when_to_write: str = ""
-    when_not_to_write: str = ""
+    required: tuple[str, ...]
+    statuses: tuple[str, ...]
+    origins: tuple[str, ...]
+    roles: tuple[str, ...]
+    relation_kinds: tuple[str, ...]
+    max_body_bytes: int
+    max_summary_chars: int
+    max_text_chars: int
+    max_list_items: int
+    max_input_bytes: int
+    max_depth: int
+    max_nodes: int
+    max_alias_nodes: int
+    review_after_days: int
+    when_to_write: str
+    when_not_to_write: str
+
+    def __init__(
+        self,
+        types: Mapping[str, TypeSpec],
+        required: tuple[str, ...] = DEFAULT_REQUIRED,
+        statuses: tuple[str, ...] = STATUSES,
+        origins: tuple[str, ...] = ORIGINS,
+        roles: tuple[str, ...] = ROLES,
+        relation_kinds: tuple[str, ...] = RELATION_KINDS,
+        max_body_bytes: int = MAX_BODY_BYTES,
+        max_summary_chars: int = 1000,
+        max_text_chars: int = MAX_TEXT_CHARS,
+        max_list_items: int = MAX_LIST_ITEMS,
+        max_input_bytes: int = MAX_INPUT_BYTES,
+        max_depth: int = LIMITS.max_depth,
+        max_nodes: int = LIMITS.max_nodes,
+        max_alias_nodes: int = LIMITS.max_alias_nodes,
+        review_after_days: int = 365,
+        when_to_write: str = "",
+        when_not_to_write: str = "",
+    ) -> None:
+        object.__setattr__(self, "types", types)
+        object.__setattr__(self, "required", required)
+        object.__setattr__(self, "statuses", statuses)
+        object.__setattr__(self, "origins", origins)
+        object.__setattr__(self, "roles", roles)
+        object.__setattr__(self, "relation_kinds", relation_kinds)
+        object.__setattr__(self, "max_body_bytes", max_body_bytes)
+        object.__setattr__(self, "max_summary_chars", max_summary_chars)
+        object.__setattr__(self, "max_text_chars", max_text_chars)
+        object.__setattr__(self, "max_list_items", max_list_items)
+        object.__setattr__(self, "max_input_bytes", max_input_bytes)
+        object.__setattr__(self, "max_depth", max_depth)
+        object.__setattr__(self, "max_nodes", max_nodes)
+        object.__setattr__(self, "max_alias_nodes", max_alias_nodes)
+        object.__setattr__(self, "review_after_days", review_after_days)
+        object.__setattr__(self, "when_to_write", when_to_write)
+        object.__setattr__(self, "when_not_to_write", when_not_to_write)
 
     @property
     def yaml_limits(self) -> YamlLimits:
@@ -123,7 +182,7 @@ def schema_from_data(data: Any, what: str = "schema.md") -> Schema:
 
     return Schema(
         types=types,
-        required=tuple(data.get("required") or Schema.required),
+        required=tuple(data.get("required") or DEFAULT_REQUIRED),
         statuses=tuple(data.get("statuses") or STATUSES),
         origins=tuple(data.get("origins") or ORIGINS),
         roles=tuple(data.get("roles") or ROLES),

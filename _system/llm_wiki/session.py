@@ -35,7 +35,6 @@ from typing import TYPE_CHECKING, Any
 
 from llm_wiki.access import Viewer, disk_viewer, resolve_viewer
 from llm_wiki.entries import Alternative, Entry, draft, parse_alt
-from llm_wiki.progress import Progress, reporting
 from llm_wiki.wiki import ENV_DIR, Wiki, resolve_wiki
 
 if TYPE_CHECKING:
@@ -51,6 +50,7 @@ if TYPE_CHECKING:
     from llm_wiki.hooks import Context
     from llm_wiki.ingest import InboxResult, IngestResult
     from llm_wiki.lint import LintResult
+    from llm_wiki.progress import Progress
     from llm_wiki.reads import Page, Shown
     from llm_wiki.retrieve import Answer
     from llm_wiki.site import SiteResult
@@ -300,6 +300,8 @@ class Session:
         if not with_llm:
             return lint(self.wiki, viewer, max_calls=max_calls)
         chosen, source = self._backend(backend, model)
+        from llm_wiki.progress import reporting  # deferred: start-up
+
         with reporting(progress):
             result = lint(self.wiki, viewer, with_llm=True, max_calls=max_calls, backend=chosen)
         return dataclasses.replace(result, backend_source=source)
@@ -317,6 +319,8 @@ class Session:
         from llm_wiki.site import build_site  # deferred: jinja2 and markdown-it
 
         viewer = self.viewer
+        from llm_wiki.progress import reporting  # deferred: start-up
+
         with reporting(progress):
             return build_site(self.wiki, viewer, out, full=full)
 
@@ -344,6 +348,8 @@ class Session:
         options: dict[str, Any] = dict(
             kind=kind, scope=scope, dry_run=dry_run, max_calls=max_calls, backend=chosen
         )
+        from llm_wiki.progress import reporting  # deferred: start-up
+
         with reporting(progress) as shown:
             shown.task("ingest", total=1)
             if isinstance(source, bytes):
@@ -373,6 +379,8 @@ class Session:
 
         viewer = self.viewer
         chosen, source = self._backend(backend, model)
+        from llm_wiki.progress import reporting  # deferred: start-up
+
         with reporting(progress):
             result = ingest_inbox(
                 self.wiki,
@@ -401,6 +409,8 @@ class Session:
         from llm_wiki.adr import import_adr  # deferred: start-up
 
         viewer = self.viewer
+        from llm_wiki.progress import reporting  # deferred: start-up
+
         with reporting(progress):
             return import_adr(
                 self.wiki,
@@ -430,6 +440,8 @@ class Session:
 
         viewer = self.viewer
         chosen, source = self._backend(backend, model)
+        from llm_wiki.progress import reporting  # deferred: start-up
+
         with reporting(progress):
             result = consolidate(
                 self.wiki,
@@ -482,6 +494,8 @@ class Session:
         self._disk("index")
         if check:
             return check_index(self.wiki)
+        from llm_wiki.progress import reporting  # deferred: start-up
+
         with reporting(progress):
             result = rebuild_index(self.wiki, full=full)
             from llm_wiki.ranking import vectors  # deferred: start-up (numpy only when on)
@@ -505,6 +519,8 @@ class Session:
 
         self._disk("archive")
         days = parse_age(older_than) if isinstance(older_than, str) else older_than
+        from llm_wiki.progress import reporting  # deferred: start-up
+
         with reporting(progress):
             return archive_entries(self.wiki, older_than_days=days, dry_run=dry_run)
 

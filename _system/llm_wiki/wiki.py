@@ -7,13 +7,13 @@ import functools
 import marshal
 import os
 from collections.abc import Callable
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from llm_wiki.entries import decode_text
 from llm_wiki.errors import InvalidInput, WikiError
 from llm_wiki.files import atomic_write
+from llm_wiki.records import Frozen
 from llm_wiki.yaml_input import load_yaml
 
 if TYPE_CHECKING:
@@ -26,14 +26,15 @@ STATE_DIR = ".llm-wiki"
 IGNORABLE = {".git", ".DS_Store", ".gitignore", ".gitattributes"}
 
 
-@dataclass(frozen=True)
-class Wiki:
-    """A wiki folder: where its files live, its settings and its schema."""
+class Wiki(Frozen):
+    """A wiki folder: where its files live, its settings and its schema (read once, kept)."""
 
+    FIELDS = ("root",)
+    __slots__ = ("root", "__dict__")  # __dict__: the cached settings and schema
     root: Path
 
-    def __post_init__(self) -> None:
-        object.__setattr__(self, "root", Path(self.root))
+    def __init__(self, root: str | os.PathLike[str]) -> None:
+        object.__setattr__(self, "root", Path(root))
 
     # -- layout (DESIGN.md "On disk")
     @property
@@ -134,11 +135,15 @@ class Wiki:
         return value
 
 
-@dataclass(frozen=True)
-class Settings:
+class Settings(Frozen):
     """settings.yaml, read by dotted path with a default: ``settings.get("archive.older_than_days", 90)``."""
 
+    FIELDS = ("data",)
+    __slots__ = FIELDS
     data: dict[str, Any]
+
+    def __init__(self, data: dict[str, Any]) -> None:
+        object.__setattr__(self, "data", data)
 
     def get(self, path: str, default: Any = None) -> Any:
         node: Any = self.data

@@ -13,7 +13,6 @@ import contextlib
 import dataclasses
 import os
 import re
-from dataclasses import dataclass
 from pathlib import Path
 
 import llm_wiki.clock as clock
@@ -30,20 +29,40 @@ from llm_wiki.entries import (
 )
 from llm_wiki.errors import InvalidInput, WikiError, os_failure, storage_failure
 from llm_wiki.files import create_no_clobber, fsync_dir, sweep_temp
+from llm_wiki.records import Frozen
 from llm_wiki.schema import require_valid
 from llm_wiki.wiki import Wiki
 
 
-@dataclass(frozen=True)
-class WriteResult:
-    """What ``write`` recorded (or, dry run, would record)."""
+class WriteResult(Frozen):
+    """What ``write`` recorded (or, dry run, would record). ``created`` False: identical content
+    was already recorded under this id. ``dry_run``: nothing was written; ``text`` is what would
+    be."""
 
+    FIELDS = ("id", "path", "sha256", "created", "text", "dry_run")
+    __slots__ = FIELDS
     id: str
     path: str
     sha256: str
-    created: bool  # False: identical content was already recorded under this id
-    text: str = ""
-    dry_run: bool = False  # nothing was written; ``text`` is what would be
+    created: bool
+    text: str
+    dry_run: bool
+
+    def __init__(
+        self,
+        id: str,
+        path: str,
+        sha256: str,
+        created: bool,
+        text: str = "",
+        dry_run: bool = False,
+    ) -> None:
+        object.__setattr__(self, "id", id)
+        object.__setattr__(self, "path", path)
+        object.__setattr__(self, "sha256", sha256)
+        object.__setattr__(self, "created", created)
+        object.__setattr__(self, "text", text)
+        object.__setattr__(self, "dry_run", dry_run)
 
     def to_dict(self) -> dict[str, object]:
         data: dict[str, object] = {

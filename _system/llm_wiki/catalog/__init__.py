@@ -19,12 +19,9 @@ import itertools
 import os
 import sqlite3
 from collections.abc import Iterator
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import llm_wiki.progress as progress
-import llm_wiki.store as store
 from llm_wiki.access import Viewer
 from llm_wiki.catalog.db import (
     CATALOG_VERSION,
@@ -35,20 +32,14 @@ from llm_wiki.catalog.db import (
     create_db,
     render_line,
 )
-from llm_wiki.catalog.refresh import (
-    Parsed,
-    add_written,
-    bulk_load,
-    is_fresh,
-    iter_archived,
-    parse_file,
-    record_archived,
-    refresh,
-    scan,
-)
+from llm_wiki.catalog.fresh import is_fresh
 from llm_wiki.errors import os_failure, storage_failure
 from llm_wiki.files import sweep_temp
 from llm_wiki.wiki import Wiki
+
+if TYPE_CHECKING:
+    from llm_wiki.catalog.refresh import Parsed
+    from llm_wiki.catalog.result import IndexResult
 
 __all__ = [
     "CATALOG_VERSION",
@@ -65,6 +56,23 @@ __all__ = [
     "record_archived",
     "render_line",
 ]
+
+# Names of .refresh, loaded when first asked for: a read of a fresh catalog needs none of them.
+_FROM_REFRESH = frozenset(
+    {"Parsed", "add_written", "bulk_load", "iter_archived", "parse_file", "record_archived", "scan"}
+)
+
+
+def __getattr__(name: str) -> Any:
+    if name in _FROM_REFRESH:
+        import llm_wiki.catalog.refresh as refresh_module  # deferred: start-up of every read
+
+        return getattr(refresh_module, name)
+    if name == "IndexResult":
+        from llm_wiki.catalog.result import IndexResult  # deferred: start-up of every read
+
+        return IndexResult
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def _connect_current(path: Path) -> sqlite3.Connection | None:
@@ -130,31 +138,43 @@ def open_catalog(wiki: Wiki, *, lock_held: bool = True) -> Catalog:
         if db is not None:
             catalog = Catalog(wiki, db)
             if lock_held:
-                refresh(catalog)
+                _refresh(catalog)
                 return catalog
             current = _snapshot_or_refresh(catalog)
             if current is not None:
                 return current
-        with contextlib.nullcontext() if lock_held else store.locked(wiki):
+        with contextlib.nullcontext() if lock_held else _locked(wiki):
             db = _connect_current(path)
             if db is None:
                 _drop_catalog(wiki)
                 db = create_db(path)
             catalog = Catalog(wiki, db)
-            refresh(catalog)
+            _refresh(catalog)
             return catalog
     except sqlite3.DatabaseError as exc:
         failure = storage_failure(exc)
         if failure is not None:  # a full or read-only disk: the cache is fine, the disk is not
             raise failure from None
         # a damaged cache: drop it and build it again
-        with contextlib.nullcontext() if lock_held else store.locked(wiki):
+        with contextlib.nullcontext() if lock_held else _locked(wiki):
             _drop_catalog(wiki)
             catalog = Catalog(wiki, create_db(path))
-            refresh(catalog)
+            _refresh(catalog)
             return catalog
     except OSError as exc:
         raise os_failure(exc, f"cannot open the catalog in {wiki.state_dir}") from None
+
+
+def _refresh(catalog: Catalog) -> None:
+    from llm_wiki.catalog.refresh import refresh  # deferred: start-up of a fresh read
+
+    refresh(catalog)
+
+
+def _locked(wiki: Wiki, *, blocking: bool = True) -> Any:
+    import llm_wiki.store as store  # deferred: start-up of a fresh read (log and lock code)
+
+    return store.locked(wiki, blocking=blocking)
 
 
 def _snapshot_or_refresh(catalog: Catalog) -> Catalog | None:
@@ -167,7 +187,7 @@ def _snapshot_or_refresh(catalog: Catalog) -> Catalog | None:
     catalog vanished or changed version while the lock was taken (the caller builds it)."""
     if is_fresh(catalog):
         return catalog
-    with store.locked(catalog.wiki, blocking=False) as got:
+    with _locked(catalog.wiki, blocking=False) as got:
         if not got:
             return catalog
         # reconnect under the lock: another process may have rebuilt it meanwhile
@@ -177,7 +197,7 @@ def _snapshot_or_refresh(catalog: Catalog) -> Catalog | None:
         if db is None:
             return None
         catalog = Catalog(wiki, db)
-        refresh(catalog)
+        _refresh(catalog)
         return catalog
 
 
@@ -205,35 +225,17 @@ def _drop_catalog(wiki: Wiki) -> None:
             os.unlink(str(_catalog_path(wiki)) + suffix)
 
 
-@dataclass(frozen=True)
-class IndexResult:
-    """What ``llm-wiki index`` (or ``--check``) found and did."""
-
-    entries: int
-    parsed: int
-    removed: int
-    written: tuple[str, ...] = ()
-    stale: tuple[str, ...] = ()
-    problems: tuple[tuple[str, str], ...] = field(default=())
-    vectors: dict[str, Any] | None = None  # the entry vectors' refresh, when ranking uses them
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "entries": self.entries,
-            "parsed": self.parsed,
-            "removed": self.removed,
-            "written": list(self.written),
-            "stale": list(self.stale),
-            "problems": [{"path": p, "message": m} for p, m in self.problems],
-            "vectors": self.vectors,
-        }
-
-
 def rebuild_index(wiki: Wiki, *, full: bool = False) -> IndexResult:
     """``llm-wiki index``: scan every file, re-parse what changed, write the index files.
     ``full``: drop the catalog first and parse every file."""
-    with store.locked(wiki):
-        for folder in (wiki.state_dir / "tmp", wiki.state_dir, wiki.root, wiki.root / "index"):
+    import llm_wiki.progress as progress  # deferred: start-up of a fresh read
+    from llm_wiki.catalog.refresh import scan  # deferred: start-up of a fresh read
+    from llm_wiki.catalog.result import IndexResult  # deferred: as above
+
+    with _locked(wiki):
+        index_dir = wiki.root / "index"
+        months = [p for p in index_dir.iterdir() if p.is_dir()] if index_dir.is_dir() else []
+        for folder in (wiki.state_dir / "tmp", wiki.state_dir, wiki.root, index_dir, *months):
             sweep_temp(folder)  # temp files of writes that were killed
         path = _catalog_path(wiki)
         try:
@@ -284,12 +286,19 @@ def check_index(wiki: Wiki) -> IndexResult:
         expected_files,
         stale_index_files,
     )
+    from llm_wiki.catalog.refresh import (  # deferred: start-up of a fresh read
+        bulk_load,
+        iter_archived,
+        parse_file,
+    )
+    from llm_wiki.catalog.result import IndexResult  # deferred: as above
+    from llm_wiki.store import archive_names, iter_entry_files  # deferred: as above
 
     scratch = tempfile.TemporaryDirectory(prefix="llm-wiki-check-")
     fresh_db = create_db(os.path.join(scratch.name, "catalog.sqlite3"))
     fresh = Catalog(wiki, fresh_db)
     try:
-        loose = list(store.iter_entry_files(wiki))
+        loose = list(iter_entry_files(wiki))
         seen = {rel for rel, _, _ in loose}
         parsed = 0
 
@@ -298,7 +307,7 @@ def check_index(wiki: Wiki) -> IndexResult:
             for rel, mtime, size in loose:
                 parsed += 1
                 yield parse_file(rel, (wiki.root / rel).read_bytes(), mtime, size)
-            for item in iter_archived(wiki, store.archive_names(wiki)):
+            for item in iter_archived(wiki, archive_names(wiki)):
                 if item.path not in seen or item.path == item.archive:
                     seen.add(item.path)
                     parsed += 1

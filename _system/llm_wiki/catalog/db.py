@@ -15,12 +15,12 @@ import json
 import re
 import sqlite3
 from collections.abc import Iterable, Iterator, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from llm_wiki.access import Viewer
 from llm_wiki.entries import GENERATED_ORIGINS, Alternative, Entry
+from llm_wiki.records import Frozen
 from llm_wiki.wiki import Wiki
 
 CATALOG_VERSION = "7"  # 7: resolves
@@ -129,10 +129,36 @@ _TALLIES = {
 }
 
 
-@dataclass(frozen=True)
-class Row:
-    """One entry as the catalog knows it (frontmatter, no body)."""
+class Row(Frozen):
+    """One entry as the catalog knows it (frontmatter, no body). ``archive_at``: where in its
+    archive (see archive.read_member); ``resolves``: incidents this entry says it resolves."""
 
+    FIELDS = (
+        "id",
+        "path",
+        "archive",
+        "sha256",
+        "type",
+        "date",
+        "domain",
+        "scope",
+        "status",
+        "origin",
+        "summary",
+        "tags",
+        "actors",
+        "aliases",
+        "questions",
+        "supersedes",
+        "sources",
+        "alternatives",
+        "superseded_by",
+        "line",
+        "archive_at",
+        "rowid",
+        "resolves",
+    )
+    # no __slots__: a __dict__, as a dataclass has (site.state builds rows by filling it)
     id: str
     path: str
     archive: str | None
@@ -153,9 +179,59 @@ class Row:
     alternatives: tuple[Alternative, ...]
     superseded_by: tuple[str, ...]
     line: str
-    archive_at: str | None = None  # where in its archive (see archive.read_member)
-    rowid: int = 0
-    resolves: tuple[str, ...] = ()  # incidents this entry says it resolves
+    archive_at: str | None
+    rowid: int
+    resolves: tuple[str, ...]
+
+    def __init__(
+        self,
+        id: str,
+        path: str,
+        archive: str | None,
+        sha256: str,
+        type: str,
+        date: str,
+        domain: str,
+        scope: str,
+        status: str,
+        origin: str,
+        summary: str,
+        tags: tuple[str, ...],
+        actors: tuple[str, ...],
+        aliases: tuple[str, ...],
+        questions: tuple[str, ...],
+        supersedes: tuple[str, ...],
+        sources: tuple[str, ...],
+        alternatives: tuple[Alternative, ...],
+        superseded_by: tuple[str, ...],
+        line: str,
+        archive_at: str | None = None,
+        rowid: int = 0,
+        resolves: tuple[str, ...] = (),
+    ) -> None:
+        object.__setattr__(self, "id", id)
+        object.__setattr__(self, "path", path)
+        object.__setattr__(self, "archive", archive)
+        object.__setattr__(self, "sha256", sha256)
+        object.__setattr__(self, "type", type)
+        object.__setattr__(self, "date", date)
+        object.__setattr__(self, "domain", domain)
+        object.__setattr__(self, "scope", scope)
+        object.__setattr__(self, "status", status)
+        object.__setattr__(self, "origin", origin)
+        object.__setattr__(self, "summary", summary)
+        object.__setattr__(self, "tags", tags)
+        object.__setattr__(self, "actors", actors)
+        object.__setattr__(self, "aliases", aliases)
+        object.__setattr__(self, "questions", questions)
+        object.__setattr__(self, "supersedes", supersedes)
+        object.__setattr__(self, "sources", sources)
+        object.__setattr__(self, "alternatives", alternatives)
+        object.__setattr__(self, "superseded_by", superseded_by)
+        object.__setattr__(self, "line", line)
+        object.__setattr__(self, "archive_at", archive_at)
+        object.__setattr__(self, "rowid", rowid)
+        object.__setattr__(self, "resolves", resolves)
 
     @property
     def effective_status(self) -> str:
@@ -338,12 +414,17 @@ def render_line(
 # --------------------------------------------------------------------------- the catalog
 
 
-@dataclass(frozen=True)
-class Fork:
+class Fork(Frozen):
     """``old`` is superseded by several current entries (``heads``): a forked decision."""
 
+    FIELDS = ("old", "heads")
+    __slots__ = FIELDS
     old: Row
     heads: tuple[Row, ...]
+
+    def __init__(self, old: Row, heads: tuple[Row, ...]) -> None:
+        object.__setattr__(self, "old", old)
+        object.__setattr__(self, "heads", heads)
 
     def message(self) -> str:
         heads = " and ".join(h.id for h in self.heads)

@@ -25,6 +25,7 @@ from llm_wiki.files import atomic_write
 from llm_wiki.wiki import Wiki
 
 LATEST_IN_INDEX = 15
+SPLIT_AT = 1000  # a domain of more entries is indexed one file per month as well
 
 
 class Target(NamedTuple):
@@ -65,11 +66,13 @@ def write_index_files(
 ) -> list[str]:
     """Write the index files that changed; return their paths (relative to the root).
 
-    INDEX.md and the files of ``domains`` (None: all) are rendered. With ``full``, every
-    other index file is checked too: re-rendered unless it is exactly as last written
-    (same size and mtime), and index files that no domain owns any more are removed.
-    ``changes`` (id -> :class:`Change`, every row the change touched) lets a domain file that
-    is exactly as last written be spliced rather than rendered; the bytes are the same.
+    INDEX.md and the files of ``domains`` (None: all) are rendered: of a domain indexed by
+    month, its month list and the months ``changes`` touched (every month without ``changes``).
+    With ``full``, every other index file is checked too: re-rendered unless it is exactly as
+    last written (same size and mtime), and index files that no domain owns any more are
+    removed. ``changes`` (id -> :class:`Change`, every row the change touched) lets a domain or
+    month file that is exactly as last written be spliced rather than rendered; the bytes are
+    the same.
     """
     wanted = None if domains is None else set(domains)
     walls = "1" if walls_on(catalog.wiki) else "0"
@@ -77,12 +80,27 @@ def write_index_files(
         p: (n, m) for p, n, m in catalog.db.execute("SELECT path, size, mtime_ns FROM rendered")
     }
     plan = index_plan(catalog)
-    written, seen = [], []
+    written, seen, expected = [], [], list(plan)
+    work: list[tuple[str, Target, str | None, str | None]] = []
     for rel, (target, domain, groups) in plan.items():
+        if domain is not None and not full and wanted is not None and domain not in wanted:
+            continue
+        if domain is None or _domain_size(groups, domain) <= SPLIT_AT:
+            work.append((rel, target, domain, None))
+            if domain is not None:
+                _drop_months(catalog, rel, written)  # the domain was indexed by month
+            continue
+        work.append((rel, target, domain, ""))
+        folder = catalog.wiki.root / rel[:-3]
+        if full or changes is None or domain not in (wanted or ()) or not folder.is_dir():
+            months = _months(catalog, target.scope, domain)
+            expected += [_month_path(rel, m) for m in months]
+        else:
+            months = _touched_months(changes, target, domain)
+        work += [(_month_path(rel, m), target, domain, m) for m in months]
+    for rel, target, domain, month in work:
         path = catalog.wiki.root / rel
         if domain is not None and wanted is not None and domain not in wanted:
-            if not full:
-                continue
             try:
                 st = path.stat()
             except FileNotFoundError:
@@ -91,22 +109,42 @@ def write_index_files(
                 continue
         spliced = None
         if changes is not None and domain is not None:
-            spliced = _splice(catalog, target, domain, path, recorded.get(rel), changes)
+            if month == "":
+                spliced = _splice_months(catalog, target, domain, path, recorded.get(rel), changes)
+            else:
+                spliced = _splice(
+                    catalog, target, domain, path, recorded.get(rel), changes, month=month
+                )
         if spliced is not None:
             data, same = spliced
         else:
-            data = _render_file(catalog, target, domain, groups).encode()
+            if month == "":
+                data = _render_months(catalog, target, domain).encode()  # type: ignore[arg-type]
+            elif domain is None:
+                data = _render_index(catalog, target, plan[rel][2]).encode()
+            else:
+                data = _render_domain(catalog, target, domain, month=month).encode()
             try:
                 same = path.read_bytes() == data
             except FileNotFoundError:
                 same = False
+            if not same and data == b"" and not path.exists():
+                same = True  # a month no row is in any more: no file
         if not same:
-            atomic_write(path, data)
+            if data:
+                atomic_write(path, data)
+            else:
+                with contextlib.suppress(FileNotFoundError):
+                    path.unlink()
             written.append(rel)
-        st = path.stat()
-        seen.append((rel, st.st_size, st.st_mtime_ns))
+        try:
+            st = path.stat()
+        except FileNotFoundError:  # a month no entry is dated in any more
+            catalog.db.execute("DELETE FROM rendered WHERE path = ?", (rel,))
+        else:
+            seen.append((rel, st.st_size, st.st_mtime_ns))
     if full:
-        for rel in stale_index_files(catalog, plan):
+        for rel in stale_index_files(catalog, expected):
             with contextlib.suppress(FileNotFoundError):
                 (catalog.wiki.root / rel).unlink()
             written.append(rel)
@@ -118,7 +156,7 @@ def write_index_files(
         if full:
             catalog.db.execute(
                 "DELETE FROM rendered WHERE path NOT IN (SELECT value FROM json_each(?))",
-                (json.dumps(list(plan)),),
+                (json.dumps(expected),),
             )
         catalog.set_meta("render_pending", "0")
         if full:
@@ -127,8 +165,9 @@ def write_index_files(
 
 
 def index_plan(catalog: Catalog) -> dict[str, tuple[Target, str | None, list[Any]]]:
-    """Every index file that should exist: path -> (target, domain or None for INDEX.md,
-    the target's count groups)."""
+    """Every INDEX.md and domain file that should exist: path -> (target, domain or None for
+    INDEX.md, the target's count groups). A domain of more than :data:`SPLIT_AT` entries has
+    month files too (``index/<domain>/<YYYY-MM>.md``), listed by its domain file."""
     plan: dict[str, tuple[Target, str | None, list[Any]]] = {}
     for target in index_targets(catalog.wiki, catalog.scopes()):
         base = target.dir.relative_to(catalog.wiki.root).as_posix()
@@ -138,6 +177,52 @@ def index_plan(catalog: Catalog) -> dict[str, tuple[Target, str | None, list[Any
         for domain in sorted({g[0] for g in groups}):
             plan[f"{base}index/{domain}.md"] = (target, domain, groups)
     return plan
+
+
+def _domain_size(groups: list[Any], domain: str) -> int:
+    return sum(g[4] for g in groups if g[0] == domain)
+
+
+def _month_path(domain_rel: str, month: str) -> str:
+    return f"{domain_rel[:-3]}/{month}.md"
+
+
+def _months(catalog: Catalog, scope: str | None, domain: str) -> list[str]:
+    """The months (YYYY-MM) the domain has entries in, newest first: one index lookup each."""
+    clause, params = _scope_sql(scope)
+    months, below = [], "9999-99"
+    while True:
+        got = catalog.db.execute(
+            f"SELECT max(date) FROM entries WHERE domain = ? AND {clause} AND date < ?",
+            [domain, *params, below],
+        ).fetchone()
+        if got is None or got[0] is None:
+            return months
+        below = got[0][:7]
+        months.append(below)
+
+
+def _touched_months(changes: Mapping[str, Change], target: Target, domain: str) -> list[str]:
+    """The months of ``domain`` whose rows ``changes`` touched (a line starts ``- YYYY-MM-DD``)."""
+    months = set()
+    for change in changes.values():
+        for side in (change.before, change.after):
+            if side is not None and side[1] == domain and target.scope in (None, side[0]):
+                months.add(side[2][2:9])
+    return sorted(months, reverse=True)
+
+
+def _drop_months(catalog: Catalog, domain_rel: str, written: list[str]) -> None:
+    """Remove the month files of a domain no longer indexed by month (it shrank)."""
+    folder = catalog.wiki.root / domain_rel[:-3]
+    if not folder.is_dir():
+        return
+    for path in sorted(folder.glob("*.md")):
+        with contextlib.suppress(FileNotFoundError):
+            path.unlink()
+        written.append(path.relative_to(catalog.wiki.root).as_posix())
+    with contextlib.suppress(OSError):
+        folder.rmdir()
 
 
 def stale_index_files(catalog: Catalog, files: Iterable[str]) -> list[str]:
@@ -159,15 +244,14 @@ def stale_index_files(catalog: Catalog, files: Iterable[str]) -> list[str]:
 def expected_files(catalog: Catalog) -> Iterator[tuple[str, str]]:
     """Every index file as it should be (path, text), one at a time."""
     for rel, (target, domain, groups) in index_plan(catalog).items():
-        yield rel, _render_file(catalog, target, domain, groups)
-
-
-def _render_file(catalog: Catalog, target: Target, domain: str | None, groups: list[Any]) -> str:
-    """The text of one planned index file: the target's INDEX.md (``domain`` None) or a
-    domain file."""
-    if domain is None:
-        return _render_index(catalog, target, groups)
-    return _render_domain(catalog, target, domain)
+        if domain is None:
+            yield rel, _render_index(catalog, target, groups)
+        elif _domain_size(groups, domain) <= SPLIT_AT:
+            yield rel, _render_domain(catalog, target, domain)
+        else:
+            yield rel, _render_months(catalog, target, domain)
+            for month in _months(catalog, target.scope, domain):
+                yield _month_path(rel, month), _render_domain(catalog, target, domain, month=month)
 
 
 def _scope_sql(scope: str | None) -> tuple[str, list[str]]:
@@ -217,6 +301,11 @@ def _render_index(
         "Each domain file lists one line per entry, newest first.",
         "",
     ]
+    if any(d[0] > SPLIT_AT for d in domains.values()):
+        lines[3] += (
+            f" A domain of over {SPLIT_AT} entries lists its months instead, each month's file "
+            "one line per entry."
+        )
     order = ["active", "proposed", "superseded", "deprecated", "rejected"]
     status_text = " · ".join(
         f"{by_status[s]} {s}"
@@ -257,28 +346,106 @@ def _render_index(
     return "\n".join(lines) + "\n"
 
 
-def _render_domain(catalog: Catalog, target: Target, domain: str) -> str:
+def _render_domain(
+    catalog: Catalog, target: Target, domain: str, *, month: str | None = None
+) -> str:
+    """A domain file of every entry, or (``month``) one month's file of a domain indexed by
+    month ("" when no entry of the domain is dated in that month)."""
     clause, params = _scope_sql(target.scope)
+    within, bounds = _month_sql(month)
     cur = catalog.db.execute(
-        f"SELECT line FROM entries WHERE domain = ? AND {clause} ORDER BY {ORDER}",
-        [domain, *params],
+        f"SELECT line FROM entries WHERE domain = ? AND {clause}{within} ORDER BY {ORDER}",
+        [domain, *params, *bounds],
     )
     body = [line for (line,) in cur]
-    head = [
-        f"# Domain: {domain}",
-        "",
-        f"{_n(len(body), 'entry', 'entries')}, newest first. Generated from frontmatter; "
-        "do not edit.",
-        "",
-    ]
-    return ("\n".join(head + body) + "\n").replace(ROOT_MARK, target.domain_prefix)
+    if month is not None and not body:
+        return ""
+    head = _domain_head(domain, len(body), month).decode().split("\n")[:-1]
+    prefix = target.domain_prefix + ("../" if month is not None else "")
+    return ("\n".join(head + body) + "\n").replace(ROOT_MARK, prefix)
 
 
-def _domain_head(domain: str, count: int) -> bytes:
+def _month_sql(month: str | None) -> tuple[str, list[str]]:
+    if month is None:
+        return "", []
+    return " AND date >= ? AND date <= ?", [f"{month}-00", f"{month}-99"]
+
+
+def _domain_head(domain: str, count: int, month: str | None = None) -> bytes:
+    title = domain if month is None else f"{domain}, {month}"
     return (
-        f"# Domain: {domain}\n\n{_n(count, 'entry', 'entries')}, newest first. Generated from "
+        f"# Domain: {title}\n\n{_n(count, 'entry', 'entries')}, newest first. Generated from "
         "frontmatter; do not edit.\n\n"
     ).encode()
+
+
+def _month_count(catalog: Catalog, scope: str | None, domain: str, month: str) -> int:
+    clause, params = _scope_sql(scope)
+    within, bounds = _month_sql(month)
+    got = catalog.db.execute(
+        f"SELECT count(*) FROM entries WHERE domain = ? AND {clause}{within}",
+        [domain, *params, *bounds],
+    ).fetchone()
+    return int(got[0])
+
+
+def _render_months(catalog: Catalog, target: Target, domain: str) -> str:
+    """The domain file of a domain indexed by month: its count, then one line per month."""
+    counts = {
+        m: _month_count(catalog, target.scope, domain, m)
+        for m in _months(catalog, target.scope, domain)
+    }
+    return _months_text(domain, counts)
+
+
+def _months_text(domain: str, counts: Mapping[str, int]) -> str:
+    total = sum(counts.values())
+    lines = [
+        f"# Domain: {domain}",
+        "",
+        f"{_n(total, 'entry', 'entries')}, newest first, one file per month (over {SPLIT_AT} "
+        "entries). Generated from frontmatter; do not edit.",
+        "",
+    ]
+    for month in sorted(counts, reverse=True):
+        lines.append(f"- [{month}]({domain}/{month}.md) — {_n(counts[month], 'entry', 'entries')}")
+    return "\n".join(lines) + "\n"
+
+
+def _splice_months(
+    catalog: Catalog,
+    target: Target,
+    domain: str,
+    path: Path,
+    recorded: tuple[int, int] | None,
+    changes: Mapping[str, Change],
+) -> tuple[bytes, bool] | None:
+    """The month list's new bytes from its old ones: the months ``changes`` touched counted
+    again, the others as they were. None when only a render can tell (the file is not exactly
+    as last written, or does not read back as a month list)."""
+    try:
+        st = path.stat()
+    except FileNotFoundError:
+        return None
+    if recorded != (st.st_size, st.st_mtime_ns):
+        return None
+    old = path.read_bytes()
+    counts: dict[str, int] = {}
+    try:
+        for line in old.decode().split("\n")[4:-1]:
+            month, _, rest = line.removeprefix("- [").partition("]")
+            counts[month] = int(rest.rsplit("— ", 1)[-1].split(" ")[0])
+    except (UnicodeDecodeError, ValueError):  # not a month list (a domain file of every entry)
+        return None
+    if _months_text(domain, counts).encode() != old:
+        return None
+    for month in _touched_months(changes, target, domain):
+        counts[month] = _month_count(catalog, target.scope, domain, month)
+    counts = {m: n for m, n in counts.items() if n}
+    if sum(counts.values()) != _domain_count(catalog, target.scope, domain):
+        return None
+    data = _months_text(domain, counts).encode()
+    return data, data == old
 
 
 def _comes_first(a: tuple[str, int, str], b: tuple[str, int, str]) -> bool:
@@ -302,6 +469,8 @@ def _splice(
     path: Path,
     recorded: tuple[int, int] | None,
     changes: Mapping[str, Change],
+    *,
+    month: str | None = None,
 ) -> tuple[bytes | bytearray, bool] | None:
     """The domain file's new bytes made from its old ones (and whether they are the same): the changed rows' old lines out,
     their new lines in, each right after the row the order puts before it, and the count in
@@ -321,17 +490,21 @@ def _splice(
         return None
     if recorded != (st.st_size, st.st_mtime_ns):
         return None
-    prefix = target.domain_prefix
+    prefix = target.domain_prefix + ("../" if month is not None else "")
     gone: list[bytes] = []
     new: list[tuple[tuple[str, int, str], bytes]] = []
     for entry_id, change in changes.items():
         if change.before is not None:
             scope, dom, line = change.before
-            if dom == domain and target.scope in (None, scope):
+            if (
+                dom == domain
+                and target.scope in (None, scope)
+                and line[2:9] == (month or line[2:9])
+            ):
                 gone.append(line.replace(ROOT_MARK, prefix).encode())
         if change.after is not None:
             scope, dom, line, date, superseded = change.after
-            if dom == domain and target.scope in (None, scope):
+            if dom == domain and target.scope in (None, scope) and date[:7] == (month or date[:7]):
                 text = line.replace(ROOT_MARK, prefix).encode()
                 if not _findable(text, entry_id):
                     return None
@@ -340,7 +513,7 @@ def _splice(
         return b"", True  # no row of this file changed (another scope's, under walls): as it is
     old = path.read_bytes()
     lines = old.count(b"\n") - 4
-    head = _domain_head(domain, lines)
+    head = _domain_head(domain, lines, month)
     if lines < 0 or not old.startswith(head):
         return None
     data = bytearray(old)  # edited in place: each edit moves the bytes after it, copies nothing
@@ -352,7 +525,7 @@ def _splice(
         del data[at + 1 : at + 2 + len(text)]
     new.sort(key=lambda item: functools.cmp_to_key(_in_order)(item[0]))
     for key, text in new:
-        before = _predecessor(catalog, target, domain, key)
+        before = _predecessor(catalog, target, domain, key, month)
         if before is None:
             at = body_at
         else:
@@ -366,9 +539,14 @@ def _splice(
             at += 1 + len(needle)
         data[at + 1 : at + 1] = text + b"\n"
     count = lines - len(gone) + len(new)
-    if count != _domain_count(catalog, target.scope, domain):
+    if month is None:
+        if count != _domain_count(catalog, target.scope, domain):
+            return None
+    elif count != _month_count(catalog, target.scope, domain, month):
         return None
-    data[: len(head)] = _domain_head(domain, count)
+    elif count == 0:
+        return b"", False  # no entry of the domain is dated in that month any more: no file
+    data[: len(head)] = _domain_head(domain, count, month)
     return data, data == old
 
 
@@ -380,11 +558,16 @@ def _findable(line: bytes, entry_id: str) -> bool:
 
 
 def _predecessor(
-    catalog: Catalog, target: Target, domain: str, key: tuple[str, int, str]
+    catalog: Catalog,
+    target: Target,
+    domain: str,
+    key: tuple[str, int, str],
+    month: str | None = None,
 ) -> tuple[str, str] | None:
     """(id, line) of the row just before ``key`` (date, superseded?, id) in the domain file's
-    order, or None: the last of its own day that comes first, else the last of the nearest
-    later day. Both are index lookups, however big the domain."""
+    (or ``month``'s file's) order, or None: the last of its own day that comes first, else the
+    last of the nearest later day (of that month). Both are index lookups, however big the
+    domain."""
     clause, params = _scope_sql(target.scope)
     day = key[0]
     while True:
@@ -404,7 +587,7 @@ def _predecessor(
             f"SELECT min(date) FROM entries WHERE domain = ? AND {clause} AND date > ?",
             [domain, *params, day],
         ).fetchone()
-        if got is None or got[0] is None:
+        if got is None or got[0] is None or (month is not None and got[0][:7] != month):
             return None
         day = got[0]
 

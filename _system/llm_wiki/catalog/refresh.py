@@ -14,21 +14,19 @@ import json
 import os
 import time
 from collections.abc import Iterable, Iterator, Sequence
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 import llm_wiki.progress as progress
 import llm_wiki.store as store
-from llm_wiki.access import walls_on
 from llm_wiki.catalog.db import CATALOG_VERSION, COLUMNS, Catalog, render_line, row_from_db
+from llm_wiki.catalog.fresh import log_state, tail_at, walls_changed
 from llm_wiki.entries import NAME_RE, Entry, decode_text, parse_entry
 from llm_wiki.errors import InvalidInput, WikiError
+from llm_wiki.records import Frozen
 from llm_wiki.wiki import Wiki
 
 if TYPE_CHECKING:
     from llm_wiki.catalog.index_md import Change
-
-TAIL_BYTES = 4096  # of log.md, fingerprinted to notice a log that was merged, not appended to
 
 
 # --------------------------------------------------------------------------- parsed files
@@ -134,13 +132,19 @@ def _row_values(parsed: Parsed, superseded_by: str | None, line: str) -> tuple[A
     )
 
 
-@dataclass(frozen=True)
-class ScanResult:
+class ScanResult(Frozen):
     """Files a scan re-parsed, rows it dropped, index files it wrote."""
 
+    FIELDS = ("parsed", "removed", "written")
+    __slots__ = FIELDS
     parsed: int
     removed: int
-    written: tuple[str, ...] = ()
+    written: tuple[str, ...]
+
+    def __init__(self, parsed: int, removed: int, written: tuple[str, ...] = ()) -> None:
+        object.__setattr__(self, "parsed", parsed)
+        object.__setattr__(self, "removed", removed)
+        object.__setattr__(self, "written", written)
 
 
 class _NeedsScan(Exception):
@@ -417,24 +421,9 @@ def _changes(catalog: Catalog) -> dict[str, Change]:
 
 
 def _consume_log(catalog: Catalog) -> None:
-    size, tail = _log_state(catalog.wiki)
+    size, tail = log_state(catalog.wiki)
     catalog.set_meta("log_offset", str(size))
     catalog.set_meta("log_tail", tail)
-
-
-def walls_changed(catalog: Catalog) -> bool:
-    """access.yaml appeared or went since the index files were last planned: they must be
-    re-planned (one set per scope under walls, one whole-wiki set without)."""
-    return catalog.meta("walls", "0") != ("1" if walls_on(catalog.wiki) else "0")
-
-
-def is_fresh(catalog: Catalog) -> bool:
-    if catalog.meta("version") != CATALOG_VERSION or catalog.meta("render_pending") == "1":
-        return False
-    if walls_changed(catalog):
-        return False
-    size, tail = _log_state(catalog.wiki)
-    return str(size) == catalog.meta("log_offset") and tail == catalog.meta("log_tail")
 
 
 def refresh(catalog: Catalog) -> None:
@@ -443,8 +432,8 @@ def refresh(catalog: Catalog) -> None:
         scan(catalog)
         return
     offset = int(catalog.meta("log_offset", "0") or 0)
-    size, _ = _log_state(catalog.wiki)
-    if size >= offset and _tail_at(catalog.wiki, offset) == catalog.meta("log_tail"):
+    size, _ = log_state(catalog.wiki)
+    if size >= offset and tail_at(catalog.wiki, offset) == catalog.meta("log_tail"):
         if size > offset:
             _follow_log(catalog, offset)
         if catalog.meta("render_pending") == "1" or walls_changed(catalog):
@@ -744,26 +733,3 @@ def iter_archived(wiki: Wiki, names: Iterable[str]) -> Iterator[Parsed]:
                 yield parse_file(member.rel, data, 0, len(data), name, member.at)
         except WikiError as exc:  # the rest of it is absent; `verify` names the archive
             yield Parsed(name, "", 0, 0, None, name, exc.message)
-
-
-def _log_state(wiki: Wiki) -> tuple[int, str]:
-    try:
-        size = wiki.log_path.stat().st_size
-    except FileNotFoundError:
-        return 0, ""
-    return size, _tail_at(wiki, size)
-
-
-def _tail_at(wiki: Wiki, offset: int) -> str:
-    """A fingerprint of the log's last TAIL_BYTES before ``offset``: if git merged lines in
-    before that point, it changes (a few lines, not one: two clones that archived the same
-    entry end their logs with the same sha256)."""
-    if offset <= 0:
-        return ""
-    try:
-        with open(wiki.log_path, "rb") as fh:
-            start = max(0, offset - TAIL_BYTES)
-            fh.seek(start)
-            return store.sha256_bytes(fh.read(offset - start))
-    except FileNotFoundError:
-        return ""

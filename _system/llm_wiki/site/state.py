@@ -30,7 +30,6 @@ MAX_RECORDS of them), the next build writes the file whole again and drops the l
 from __future__ import annotations
 
 import contextlib
-import dataclasses
 import hashlib
 import io
 import marshal
@@ -55,7 +54,7 @@ TAIL_BYTES = 4096
 # log.md operations a build can follow line by line; any other one means a full build.
 FOLLOWED_OPS = frozenset({"write", "lint", "ingest", "consolidate-skip"})
 
-_FIELDS = tuple(f.name for f in dataclasses.fields(Row) if f.name != "rowid")
+_FIELDS = tuple(name for name in Row.FIELDS if name != "rowid")
 _ALT = _FIELDS.index("alternatives")
 _LINE = _FIELDS.index("line")
 
@@ -89,7 +88,7 @@ def tuple_row(
     _set: Any = object.__setattr__,
     _fields: tuple[str, ...] = _FIELDS,
 ) -> Row:
-    """The inverse of :func:`row_tuple`, without the dataclass's per-field __init__."""
+    """The inverse of :func:`row_tuple`, without the per-field __init__."""
     row = _new(StateRow)
     fields = dict(zip(_fields, values, strict=True))
     fields["rowid"] = 0

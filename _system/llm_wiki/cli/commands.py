@@ -1,306 +1,33 @@
-"""The ``llm-wiki`` command: a thin adapter over the library (the only module importing click).
-
-Each command resolves the wiki and reader, calls one library function, and prints human text or
-``--json``. Library modules are imported inside the commands (each marked ``# deferred: start-up``)
-so ``--help`` and ``write`` stay fast.
-"""
+"""Every other `llm-wiki` command (loaded only when one of them runs, or for --help)."""
 
 from __future__ import annotations
 
-import inspect
 import json
 import sys
-from collections.abc import Callable
-from typing import Any, TypeVar
+from typing import Any
 
 import click
 
-from llm_wiki.errors import InvalidInput, WikiError, storage_failure
-from llm_wiki.version import __version__
-
-F = TypeVar("F", bound=Callable[..., Any])
-
-
-class _ExampleHelp:
-    """Help whose ``Example usage:`` lines are printed as written, not re-wrapped."""
-
-    help: str | None
-
-    def get_short_help_str(self, limit: int = 45) -> str:
-        """The whole first sentence in a group's command list (wrapped), never cut off."""
-        return super().get_short_help_str(limit=500)  # type: ignore[misc]
-
-    def format_help_text(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
-        import textwrap  # deferred: start-up (only --help formats text)
-
-        text, _, examples = inspect.cleandoc(self.help or "").partition("Example usage:")
-        formatter.write_paragraph()
-        with formatter.indentation():
-            formatter.write_text(text.strip())
-            if examples.strip():
-                formatter.write_paragraph()
-                formatter.write_text("Example usage:")
-                formatter.write_paragraph()
-                lines = [ln for ln in examples.splitlines() if ln.strip() != "\b"]
-                for line in textwrap.dedent("\n".join(lines)).strip("\n").splitlines():
-                    formatter.write(f"{'':>{formatter.current_indent + 4}}{line}\n".rstrip(" "))
-
-
-class _UsageError(click.UsageError):
-    """A usage error as one line, like every other error (click prints three)."""
-
-    def show(self, file: Any = None) -> None:
-        click.echo(f"Error: {self.message}", file=file, err=True)
-
-
-def _one_line(exc: click.UsageError) -> click.UsageError:
-    """``Error: <what>; see `llm-wiki CMD --help`.`` in place of click's usage block."""
-    if isinstance(exc, _UsageError | click.exceptions.NoArgsIsHelpError):
-        return exc
-    text = exc.format_message().strip()
-    where = exc.ctx.command_path if exc.ctx is not None else "llm-wiki"
-    if text.rstrip(")").endswith("?"):  # "No such option: --bodyy. (Did you mean ...?)"
-        return _UsageError(f"{text} See `{where} --help`.", exc.ctx)
-    return _UsageError(f"{text.rstrip('.')}; see `{where} --help`.", exc.ctx)
-
-
-MAX_ARGS = 5_000  # click's parser takes quadratic time in the number of arguments
-
-
-class _OneLineErrors:
-    """Parse errors (bad flags, missing arguments) as one line on stderr, exit 2."""
-
-    def make_context(self, *args: Any, **kwargs: Any) -> click.Context:
-        argv = args[1] if len(args) > 1 else kwargs.get("args", ())
-        if len(argv) > MAX_ARGS:
-            raise _UsageError(
-                f"{len(argv)} command-line arguments, over {MAX_ARGS}; put the entry in a file "
-                "and pass --from FILE."
-            )
-        try:
-            return super().make_context(*args, **kwargs)  # type: ignore[misc]
-        except click.UsageError as exc:
-            raise _one_line(exc) from None
-
-
-_QUIET, _VERBOSE = "llm_wiki.quiet", "llm_wiki.verbose"
-
-
-def _remember(key: str) -> Callable[[click.Context, click.Parameter, bool], None]:
-    def callback(ctx: click.Context, param: click.Parameter, value: bool) -> None:
-        if value:
-            ctx.find_root().meta[key] = True
-
-    return callback
-
-
-class _Verbosity:
-    """``-q/--quiet`` and ``-v/--verbose`` on every command and group (before the command name
-    too); what they change is read through :func:`_quiet`, :func:`_verbose` and
-    :func:`_progress`."""
-
-    params: list[click.Parameter]
-
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
-        super().__init__(*args, **kwargs)
-        self.params.append(
-            click.Option(
-                ["-q", "--quiet"],
-                is_flag=True,
-                expose_value=False,
-                callback=_remember(_QUIET),
-                help="No progress, notes or warnings on stderr: results and errors only.",
-            )
-        )
-        self.params.append(
-            click.Option(
-                ["-v", "--verbose"],
-                is_flag=True,
-                expose_value=False,
-                callback=_remember(_VERBOSE),
-                help="On stderr: a line per step of a long run (terminal or not), and at the "
-                "end what the command took.",
-            )
-        )
-
-
-def _flag(key: str) -> bool:
-    ctx = click.get_current_context(silent=True)
-    return bool(ctx is not None and ctx.find_root().meta.get(key))
-
-
-def _quiet() -> bool:
-    return _flag(_QUIET) and not _flag(_VERBOSE)
-
-
-def _note(text: str) -> None:
-    """A note or warning on stderr, unless -q."""
-    if not _quiet():
-        click.echo(text, err=True)
-
-
-def _progress(as_json: bool = False) -> Any:
-    """What a long run shows on stderr: with -v a line per step; on a terminal (not --json,
-    not -q) one line rewritten in place; else nothing (None)."""
-    from llm_wiki.progress import TerminalProgress  # deferred: start-up
-
-    if _flag(_VERBOSE):
-        return TerminalProgress(sys.stderr, verbose=True)
-    if _quiet() or as_json or not _isatty(sys.stderr):
-        return None
-    return TerminalProgress(sys.stderr)
-
-
-def _isatty(stream: Any) -> bool:
-    try:
-        return bool(stream.isatty())
-    except (AttributeError, ValueError):
-        return False
-
-
-class _Command(_Verbosity, _OneLineErrors, _ExampleHelp, click.Command):
-    pass
-
-
-class _Group(_Verbosity, _OneLineErrors, _ExampleHelp, click.Group):
-    """Turns every WikiError into one line on stderr and its exit code; with -v, says at the
-    end how long the command took."""
-
-    command_class = _Command
-
-    def invoke(self, ctx: click.Context) -> Any:
-        if ctx.parent is not None:
-            return self._invoke(ctx)
-        import time  # deferred: cheap, kept beside its one use
-
-        start, cpu = time.monotonic(), time.process_time()
-        try:
-            return self._invoke(ctx)
-        finally:
-            if ctx.meta.get(_VERBOSE) and ctx.invoked_subcommand:
-                took, used = time.monotonic() - start, time.process_time() - cpu
-                name = ctx.invoked_subcommand
-                click.echo(f"llm-wiki {name}: {took:.2f} s ({used:.2f} s of CPU)", err=True)
-
-    def _invoke(self, ctx: click.Context) -> Any:
-        try:
-            return super().invoke(ctx)
-        except WikiError as exc:
-            click.echo(f"Error: {exc.message}", err=True)
-            ctx.exit(exc.exit_code)
-        except BrokenPipeError:  # `llm-wiki list | head`
-            sys.stderr.close()
-            ctx.exit(1)
-        except click.UsageError as exc:  # an unknown command
-            raise _one_line(exc) from None
-        except Exception as exc:  # a full disk, a read-only folder, a file-size limit: not a bug
-            failure = storage_failure(exc)
-            if failure is None:
-                raise
-            click.echo(f"Error: {failure.message}", err=True)
-            ctx.exit(1)
-
-
-def _wiki_options(func: F) -> F:
-    """``--wiki`` and ``--as`` on a command (they may also come before the command name)."""
-    func = click.option(
-        "--as",
-        "reader",
-        metavar="READER",
-        default=None,
-        help="Who is reading (walls); else LLM_WIKI_READER.",
-    )(func)
-    return _wiki_option(func)
-
-
-def _wiki_option(func: F) -> F:
-    """``--wiki`` alone, for commands that read no entries (schedule)."""
-    return click.option(
-        "--wiki",
-        "wiki_path",
-        metavar="PATH",
-        default=None,
-        help="The wiki folder; else LLM_WIKI_DIR, the nearest wiki upward, or ~/llm-wiki.",
-    )(func)
-
-
-def _session(wiki_path: str | None, reader: str | None) -> Any:
-    """The Session for this invocation (command flags win over group flags): the wiki, and the
-    reader it reads as; which viewer, which backend and the disk-command policy are its to
-    decide."""
-    from llm_wiki.session import open as open_session  # deferred: start-up
-
-    obj = click.get_current_context().find_root().obj or {}
-    return open_session(wiki_path or obj.get("wiki_path"), reader or obj.get("reader"))
-
-
-class _BackendOption(click.Option):
-    """``--backend``, its help naming the backends the registry offers, looked up only when
-    help is shown (the registry's module is not loaded for --help)."""
-
-    def __init__(self, *args: Any, template: str, llm_only: bool, **kwargs: Any) -> None:
-        kwargs["help"] = template
-        super().__init__(*args, **kwargs)
-        self.template = template
-        self.llm_only = llm_only
-
-    def get_help_record(self, ctx: click.Context) -> tuple[str, str] | None:
-        from llm_wiki.backends import backend_names  # deferred: start-up
-
-        self.help = self.template.format(names=" | ".join(backend_names(llm_only=self.llm_only)))
-        return super().get_help_record(ctx)
-
-
-def _backend_options(what: str = "The backend", *, llm_only: bool = False) -> Callable[[F], F]:
-    """``--backend NAME`` and ``--model``, the same on every command that asks an LLM."""
-
-    def decorate(func: F) -> F:
-        func = click.option(
-            "--model", help="The backend's model; else LLM_WIKI_MODEL, settings.yaml."
-        )(func)
-        return click.option(
-            "--backend",
-            metavar="NAME",
-            cls=_BackendOption,
-            template=f"{what}: {{names}}; else LLM_WIKI_BACKEND, settings.yaml.",
-            llm_only=llm_only,
-        )(func)
-
-    return decorate
-
-
-def _print_json(data: Any) -> None:
-    click.echo(json.dumps(data, indent=2, ensure_ascii=False, default=str))
-
-
-_json_option = click.option("--json", "as_json", is_flag=True, help="Print JSON for agents.")
-
-
-@click.group(name="llm-wiki", cls=_Group, context_settings={"help_option_names": ["-h", "--help"]})
-@click.version_option(__version__, prog_name="llm-wiki")
-@_wiki_options
-@click.pass_context
-def cli(ctx: click.Context, wiki_path: str | None, reader: str | None) -> None:
-    """A compounding memory for people and AI agents.
-
-    An append-only archive of typed, immutable markdown entries (decisions with the alternatives
-    they rejected, incidents, syntheses, reflections), a generated INDEX.md, and an LLM that
-    answers questions from it with citations.
-
-    Example usage:
-
-        llm-wiki init ~/llm-wiki
-        llm-wiki write --type decision --domain platform --summary "Use Postgres" \\
-            --alt "mysql: weaker JSON support"
-        llm-wiki list --domain platform
-    """
-    ctx.obj = {"wiki_path": wiki_path, "reader": reader}
-
+from llm_wiki.cli import (
+    F,
+    _backend_options,
+    _Command,
+    _Group,
+    _json_option,
+    _note,
+    _print_json,
+    _progress,
+    _session,
+    _short,
+    _wiki_option,
+    _wiki_options,
+)
+from llm_wiki.errors import InvalidInput, WikiError
 
 # --------------------------------------------------------------------------- init
 
 
-@cli.command(name="init")
+@click.command(name="init", cls=_Command)
 @click.argument("path", required=False)
 @_json_option
 @_wiki_option
@@ -328,267 +55,7 @@ def wiki_init(path: str | None, as_json: bool, wiki_path: str | None) -> None:
         click.echo(f"{result.root} is already a wiki; nothing changed.")
 
 
-# --------------------------------------------------------------------------- write
-
-
-@cli.command(name="write")
-@click.option(
-    "--type",
-    "type_",
-    metavar="TYPE",
-    help="decision | incident | synthesis | reflection (schema.md).",
-)
-@click.option("--domain", help="One area, e.g. platform (lowercase, digits, hyphens).")
-@click.option("--summary", help="What happened or was decided, in one sentence.")
-@click.option("--tag", multiple=True, help="A tag (repeatable).")
-@click.option("--actor", multiple=True, help="Who took part (repeatable).")
-@click.option(
-    "--supersedes", multiple=True, metavar="ID", help="An entry this one replaces (repeatable)."
-)
-@click.option(
-    "--resolves",
-    multiple=True,
-    metavar="ID",
-    help="An incident this entry resolves, which closes it (repeatable).",
-)
-@click.option(
-    "--alt",
-    multiple=True,
-    metavar='"ID: REASON"',
-    help="An alternative that was rejected, and why (repeatable).",
-)
-@click.option("--alias", multiple=True, help="Another name for it, any language (repeatable).")
-@click.option("--question", multiple=True, help="A question this entry answers (repeatable).")
-@click.option(
-    "--source",
-    multiple=True,
-    help="What it rests on: an entry id, raw/<sha256>.<ext>#L1-L9, or kind:name.",
-)
-@click.option("--scope", help="Its audience; default from settings.yaml (shared).")
-@click.option("--status", help="active (default) | proposed | rejected | deprecated.")
-@click.option("--origin", help="authored (default) | imported | ingested | consolidated | answer.")
-@click.option("--date", help="YYYY-MM-DD; default today.")
-@click.option("--id", "entry_id", help="An explicit id instead of a minted one.")
-@click.option("--body", help="The markdown body.")
-@click.option(
-    "--body-file",
-    type=click.Path(dir_okay=False, allow_dash=True),
-    help="Read the body from a file (- for stdin).",
-)
-@click.option(
-    "--from",
-    "from_file",
-    type=click.Path(dir_okay=False, allow_dash=True),
-    help="An entry as markdown with frontmatter, YAML or JSON (- for stdin); flags override its fields.",
-)
-@click.option("--dry-run", is_flag=True, help="Validate and print the entry; write nothing.")
-@_json_option
-@_wiki_options
-def entry_write(
-    type_: str | None,
-    domain: str | None,
-    summary: str | None,
-    tag: tuple[str, ...],
-    actor: tuple[str, ...],
-    supersedes: tuple[str, ...],
-    resolves: tuple[str, ...],
-    alt: tuple[str, ...],
-    alias: tuple[str, ...],
-    question: tuple[str, ...],
-    source: tuple[str, ...],
-    scope: str | None,
-    status: str | None,
-    origin: str | None,
-    date: str | None,
-    entry_id: str | None,
-    body: str | None,
-    body_file: str | None,
-    from_file: str | None,
-    dry_run: bool,
-    as_json: bool,
-    wiki_path: str | None,
-    reader: str | None,
-) -> None:
-    """Record a new entry. Entries are never edited: to change one, supersede it.
-
-    Example usage:
-
-        llm-wiki write --type decision --domain platform --tag database \\
-            --summary "Use Postgres for the ledger" \\
-            --alt "mysql: weaker JSON support" --alt "dynamodb: no joins" \\
-            --body "Context and consequences..."
-        llm-wiki write --from entry.md --json
-    """
-    from llm_wiki.entries import load_draft  # deferred: start-up
-
-    if body is not None and body_file is not None:
-        raise InvalidInput("give --body or --body-file, not both.")
-    session = _session(wiki_path, reader)
-    schema = session.wiki.schema
-    base: dict[str, Any] = {}
-    if from_file is not None:
-        text = _read_input(from_file, "--from", schema.max_input_bytes)
-        base = load_draft(text, f"--from {from_file}", limits=schema.yaml_limits)
-        if entry_id is None and base.get("id"):
-            entry_id = str(base["id"])
-    if body_file is not None:
-        body = _read_input(body_file, "--body-file", schema.max_input_bytes)
-    result = session.write(
-        base,
-        type=type_,
-        domain=domain,
-        summary=summary,
-        tags=tag,
-        actors=actor,
-        supersedes=supersedes,
-        resolves=resolves,
-        alternatives=alt,
-        aliases=alias,
-        questions=question,
-        sources=source,
-        scope=scope,
-        status=status,
-        origin=origin,
-        date=date,
-        body=body,
-        id=entry_id,
-        dry_run=dry_run,
-    )
-    if as_json:
-        _print_json(result.to_dict())
-    elif dry_run:
-        click.echo(result.text, nl=False)
-        _note(f"(dry run: would write {result.path})")
-    elif result.created:
-        click.echo(f"Recorded {result.id}")
-        click.echo(f"  {result.path}")
-    else:
-        click.echo(f"Already recorded {result.id} (identical content); nothing written.")
-        click.echo(f"  {result.path}")
-
-
-def _read_input(name: str, flag: str, cap: int) -> str:
-    """A file's (or stdin's) text, read no further than ``cap`` bytes (``--from /dev/zero``)."""
-    from llm_wiki.entries import decode_text  # deferred: start-up
-
-    try:
-        if name == "-":
-            raw = sys.stdin.buffer.read(cap + 1)
-        else:
-            with open(name, "rb") as fh:
-                raw = fh.read(cap + 1)
-    except OSError as exc:
-        raise InvalidInput(f"{flag} {name}: {exc.strerror}; check the path.") from None
-    if len(raw) > cap:
-        raise InvalidInput(
-            f"{flag} {name} is over {cap} bytes (schema.md limits.max_input_bytes); write a "
-            "shorter entry, and store big sources with `llm-wiki ingest`."
-        )
-    return decode_text(raw, f"{flag} {name}")
-
-
-# --------------------------------------------------------------------------- reads
-
-
-@cli.command(name="show")
-@click.argument("entry_id", metavar="ID")
-@_json_option
-@_wiki_options
-def entry_show(entry_id: str, as_json: bool, wiki_path: str | None, reader: str | None) -> None:
-    """Print one entry, with its derived status (superseded by ...).
-
-    Example usage:
-
-        llm-wiki show 2026-05-02-use-postgres-for-the-ledger-f685
-    """
-    shown = _session(wiki_path, reader).show(entry_id)
-    if as_json:
-        _print_json(shown.to_dict())
-        return
-    click.echo(shown.text, nl=not shown.text.endswith("\n"))
-    notes = []
-    if shown.row.superseded_by:
-        notes.append("superseded by " + ", ".join(shown.row.superseded_by))
-    if shown.row.archive:
-        notes.append(f"archived in {shown.row.archive}")
-    if notes:
-        click.echo(f"\n[{'; '.join(notes)}]")
-
-
-@cli.command(name="list")
-@click.option("--type", "type_", help="Only this type.")
-@click.option("--domain", help="Only this domain.")
-@click.option("--tag", help="Only entries with this tag.")
-@click.option("--actor", help="Only entries this person took part in.")
-@click.option("--scope", help="Only this scope (of those you may read).")
-@click.option("--since", metavar="YYYY-MM-DD", help="Dated on or after.")
-@click.option("--until", metavar="YYYY-MM-DD", help="Dated on or before.")
-@click.option(
-    "--status",
-    type=click.Choice(["active", "proposed", "rejected", "deprecated", "superseded", "all"]),
-    default="all",
-    show_default=True,
-    help="Effective status (superseded is derived).",
-)
-@click.option(
-    "--limit", type=click.IntRange(min=1), default=50, show_default=True, help="At most this many."
-)
-@click.option("--offset", type=click.IntRange(min=0), default=0, help="Skip this many (paging).")
-@_json_option
-@_wiki_options
-def entry_list(
-    type_: str | None,
-    domain: str | None,
-    tag: str | None,
-    actor: str | None,
-    scope: str | None,
-    since: str | None,
-    until: str | None,
-    status: str,
-    limit: int,
-    offset: int,
-    as_json: bool,
-    wiki_path: str | None,
-    reader: str | None,
-) -> None:
-    """List entries, newest first.
-
-    Example usage:
-
-        llm-wiki list --domain platform --status active
-        llm-wiki list --actor alice --since 2026-01-01 --json
-    """
-    page = _session(wiki_path, reader).list(
-        type=type_,
-        domain=domain,
-        tag=tag,
-        actor=actor,
-        scope=scope,
-        since=since,
-        until=until,
-        status=status,
-        limit=limit,
-        offset=offset,
-    )
-    if as_json:
-        _print_json(page.to_dict())
-        return
-    for row in page.rows:
-        mark = "" if row.effective_status == "active" else f" ({row.effective_status})"
-        click.echo(f"{row.date}  {row.type:<10} {row.id}{mark}")
-        click.echo(f"            {_short(row.summary)}")
-    if not page.rows:
-        click.echo("No entries match.")
-    elif page.total > offset + len(page.rows):
-        rest = page.total - offset - len(page.rows)
-        click.echo(f"… {rest} more (use --limit or --offset {offset + len(page.rows)})")
-
-
-def _short(text: str, limit: int = 110) -> str:
-    return text if len(text) <= limit else text[: limit - 1] + "…"
-
-
-@cli.command(name="index")
+@click.command(name="index", cls=_Command)
 @click.option(
     "--check",
     is_flag=True,
@@ -643,7 +110,7 @@ def index_build(
         sys.exit(1)
 
 
-@cli.command(name="site")
+@click.command(name="site", cls=_Command)
 @click.option(
     "--out",
     metavar="DIR",
@@ -722,7 +189,7 @@ def wiki_site(
     )
 
 
-@cli.command(name="verify")
+@click.command(name="verify", cls=_Command)
 @_json_option
 @_wiki_options
 def wiki_verify(as_json: bool, wiki_path: str | None, reader: str | None) -> None:
@@ -746,7 +213,7 @@ def wiki_verify(as_json: bool, wiki_path: str | None, reader: str | None) -> Non
         sys.exit(1)
 
 
-@cli.command(name="stats")
+@click.command(name="stats", cls=_Command)
 @_json_option
 @_wiki_options
 def wiki_stats(as_json: bool, wiki_path: str | None, reader: str | None) -> None:
@@ -825,7 +292,7 @@ def _print_stats(stats: Any) -> None:
 # ---- consolidate
 
 
-@cli.command(name="consolidate")
+@click.command(name="consolidate", cls=_Command)
 @click.option("--domain", help="Only this domain (in every scope you may write).")
 @click.option(
     "--all",
@@ -947,7 +414,7 @@ def _n(count: int, word: str, plural: str = "") -> str:
 # ---- archive and sync
 
 
-@cli.command(name="archive")
+@click.command(name="archive", cls=_Command)
 @click.option(
     "--older-than",
     metavar="AGE",
@@ -1009,7 +476,7 @@ def _print_archive(result: Any, dry_run: bool) -> None:
         click.echo(f"Nothing to archive: no entry was superseded before {result.cutoff}.")
 
 
-@cli.command(name="sync")
+@click.command(name="sync", cls=_Command)
 @click.option("--remote", metavar="NAME", help="The git remote (default: upstream, or origin).")
 @click.option("--no-push", is_flag=True, help="Commit and pull, but do not push.")
 @_json_option
@@ -1052,7 +519,7 @@ def wiki_sync(
 # ---- lint
 
 
-@cli.command(name="lint")
+@click.command(name="lint", cls=_Command)
 @click.option(
     "--with-llm", is_flag=True, help="Also ask the LLM for contradictions between entries."
 )
@@ -1109,7 +576,7 @@ def wiki_lint(
 # ---- query, import-adr, eval (issue 3)
 
 
-@cli.command(name="query")
+@click.command(name="query", cls=_Command)
 @click.argument("question")
 @click.option(
     "--k", type=int, default=None, help="Entries the LLM may open (settings: query.k, 3)."
@@ -1205,7 +672,7 @@ def _print_answer(answer: Any) -> None:
             click.echo(f"    {row.path}")
 
 
-@cli.command(name="import-adr")
+@click.command(name="import-adr", cls=_Command)
 @click.argument("folder", type=click.Path(exists=True, file_okay=False))
 @click.option("--domain", help="The entries' domain; default: a slug of the folder name.")
 @click.option("--scope", help="Their audience; default from settings.yaml (shared).")
@@ -1280,7 +747,7 @@ def _print_import(result: Any, dry_run: bool) -> None:
         click.echo(f"skipped {item['file']}: {item['why']}")
 
 
-@cli.command(name="eval")
+@click.command(name="eval", cls=_Command)
 @click.argument("questions", type=click.Path(exists=True, dir_okay=False))
 @click.option(
     "--k", type=int, default=None, help="Entries picked per question (settings: query.k, 3)."
@@ -1326,7 +793,7 @@ def wiki_eval(
 # ---- ingest
 
 
-@cli.command(name="ingest")
+@click.command(name="ingest", cls=_Command)
 @click.argument("path", required=False, metavar="[PATH|-]")
 @click.option(
     "--inbox",
@@ -1467,7 +934,7 @@ def _ingest_line(result: Any) -> str:
 # ---- agents and schedules (issue 6): brief, skills, mcp, schedule
 
 
-@cli.command(name="brief")
+@click.command(name="brief", cls=_Command)
 @click.option(
     "--days",
     type=click.IntRange(min=1),
@@ -1552,7 +1019,7 @@ def _brief_failure(briefing: Any) -> str:
     return str(briefing.narrative.note) if briefing.llm_all_failed else ""
 
 
-@cli.group(name="schedule", cls=_Group)
+@click.group(name="schedule", cls=_Group)
 def schedule_group() -> None:
     """Run the jobs unattended: launchd agents (macOS) or systemd user timers (Linux).
 
@@ -1829,7 +1296,7 @@ def schedule_status(
         sys.exit(1)
 
 
-@cli.group(name="skills", cls=_Group)
+@click.group(name="skills", cls=_Group)
 def skills_group() -> None:
     """Agent skills that teach an agent (Claude Code, ...) to write to and ask the wiki.
 
@@ -1872,7 +1339,7 @@ def skills_install(dest: str | None, as_json: bool) -> None:
         click.echo(f"Installed {Path(result.dest) / name / 'SKILL.md'}")
 
 
-@cli.group(name="agents", cls=_Group)
+@click.group(name="agents", cls=_Group)
 def agents_group() -> None:
     """The Claude Code plugin: skills, the MCP server, and hooks that capture without asking.
 
@@ -1970,7 +1437,7 @@ def agents_context(
         click.echo(context.text, nl=False)
 
 
-@cli.command(name="mcp")
+@click.command(name="mcp", cls=_Command)
 @_wiki_options
 def wiki_mcp(wiki_path: str | None, reader: str | None) -> None:
     """Serve the wiki to an agent over MCP (stdio) as the reader given by --as.
@@ -1989,7 +1456,7 @@ def wiki_mcp(wiki_path: str | None, reader: str | None) -> None:
     serve(_session(wiki_path, reader))
 
 
-@cli.command(name="serve")
+@click.command(name="serve", cls=_Command)
 @click.option(
     "--host",
     default="127.0.0.1",
@@ -2042,7 +1509,7 @@ def wiki_serve(
     )
 
 
-@cli.group(name="token", cls=_Group)
+@click.group(name="token", cls=_Group)
 def token_group() -> None:
     """Tokens for `llm-wiki serve`, one per reader: add, list, revoke.
 
@@ -2124,18 +1591,3 @@ def token_revoke(who: str, as_json: bool, wiki_path: str | None, reader: str | N
         return
     for t in gone:
         click.echo(f"Revoked token {t.id} of {t.reader}.")
-
-
-def main() -> None:
-    try:  # the C module: `signal` wraps it in enums, ~0.7 ms of every command
-        import _signal as signal  # deferred: start-up (only the real command line needs it)
-    except ImportError:  # pragma: no cover - not CPython
-        import signal  # type: ignore[no-redef]  # deferred: as above
-
-    if hasattr(signal, "SIGXFSZ"):  # a file-size limit (ulimit -f): an error, not a kill
-        signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
-    cli(prog_name="llm-wiki")
-
-
-if __name__ == "__main__":  # pragma: no cover
-    main()
