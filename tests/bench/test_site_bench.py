@@ -8,6 +8,8 @@ On a 10,000-entry wiki (tests/bench/wikigen.py; ``LLM_WIKI_BENCH_ENTRIES`` chang
 - peak memory (max RSS) of the full build: target <= 300 MB
 - size of the site and of its search data (search/*.js) per 1,000 entries
 
+The test fails when a target is missed, after printing every figure.
+
 Run: pytest tests/bench/test_site_bench.py -s   (CPU-heavy: prefix with nice)
 """
 
@@ -114,4 +116,13 @@ def test_bench_site(big_wiki, tmp_path):
         f"size: site {size / 1e6:.1f} MB ({size * per_k / 1e6:.2f} MB per 1k entries); search "
         f"data {search / 1e6:.1f} MB ({search * per_k / 1e6:.2f} MB per 1k entries)"
     )
-    assert peak <= 300
+    missed = [
+        what
+        for what, ok in (
+            ("full build over 3x index", cpu["site"] <= 3 * cpu["index"]),
+            ("rebuild after one write over 5% of the full build", cpu["rebuild"] <= 0.05 * cpu["site"]),
+            ("peak memory over 300 MB", peak <= 300),
+        )
+        if not ok
+    ]  # fmt: skip
+    assert not missed, missed  # every figure printed first: the note quotes them all
