@@ -18,7 +18,6 @@ sees.
 
 from __future__ import annotations
 
-import math
 import sqlite3
 from collections.abc import Callable, Sequence
 
@@ -49,27 +48,12 @@ def bm25(
     return [(int(r), float(s)) for r, s in cur]
 
 
-def idf(total: int, df: int) -> float:
-    """FTS5's IDF: log((N - n + 0.5) / (n + 0.5)), at least 1e-6."""
-    value = math.log((total - df + 0.5) / (df + 0.5))
-    return value if value > 0 else 1e-6
-
-
-def _fts5_varints(blob: bytes) -> list[int]:
-    """FTS5 (like SQLite) writes big-endian varints: 7 bits a byte, high bit = more."""
-    out, value = [], 0
-    for byte in blob:
-        value = (value << 7) | (byte & 0x7F)
-        if not byte & 0x80:
-            out.append(value)
-            value = 0
-    return out
+idf = pool.idf  # FTS5's IDF, one definition for the pool and BM25F
 
 
 def _averages(db: sqlite3.Connection) -> tuple[int, float]:
     """FTS5's own (rows, mean tokens per row), as bm25() uses them (record 1 of fts_data)."""
-    got = db.execute("SELECT block FROM fts_data WHERE id = 1").fetchone()
-    numbers = _fts5_varints(bytes(got[0])) if got and got[0] else []
+    numbers = pool.fts5_totals(db)
     if not numbers or not numbers[0]:
         return 0, 1.0
     rows = numbers[0]
@@ -86,7 +70,7 @@ def _sizes(db: sqlite3.Connection, rowids: Sequence[int]) -> dict[int, int]:
         for rowid, blob in db.execute(
             f"SELECT id, sz FROM fts_docsize WHERE id IN ({marks})", part
         ):
-            out[int(rowid)] = sum(_fts5_varints(bytes(blob)))
+            out[int(rowid)] = sum(pool.fts5_varints(bytes(blob)))
     return out
 
 
@@ -145,7 +129,7 @@ def _column_sizes(db: sqlite3.Connection, rowids: Sequence[int]) -> dict[int, li
         for rowid, blob in db.execute(
             f"SELECT id, sz FROM fts_docsize WHERE id IN ({marks})", part
         ):
-            out[int(rowid)] = _fts5_varints(bytes(blob))
+            out[int(rowid)] = pool.fts5_varints(bytes(blob))
     return out
 
 
@@ -153,8 +137,7 @@ def column_means(db: sqlite3.Connection, within: str = "1", visible: int = 0) ->
     """Mean tokens per entry in each column: FTS5's own totals for a reader who sees every
     entry (``within`` "1"), else from a spread sample of the rows ``within`` admits."""
     if within == "1":
-        got = db.execute("SELECT block FROM fts_data WHERE id = 1").fetchone()
-        numbers = _fts5_varints(bytes(got[0])) if got and got[0] else []
+        numbers = pool.fts5_totals(db)
         if numbers and numbers[0]:
             return [n / numbers[0] for n in numbers[1:]]
         return [1.0] * len(COLUMN_WEIGHTS)

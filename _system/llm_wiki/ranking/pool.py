@@ -47,9 +47,17 @@ def _sql(weights: str) -> str:
     )
 
 
-def _fts5_idf(rows: int, hits: int) -> float:
-    value = math.log((rows - hits + 0.5) / (hits + 0.5))
-    return value if value > 0.0 else 1e-6
+def idf(total: int, df: int) -> float:
+    """FTS5's IDF: log((N - n + 0.5) / (n + 0.5)), at least 1e-6."""
+    value = math.log((total - df + 0.5) / (df + 0.5))
+    return value if value > 0 else 1e-6
+
+
+def fts5_totals(db: sqlite3.Connection) -> list[int]:
+    """FTS5's own totals, as bm25() reads them (record 1 of fts_data): [rows, then tokens in
+    each column]; [] for an index with none."""
+    got = db.execute("SELECT block FROM fts_data WHERE id = 1").fetchone()
+    return fts5_varints(bytes(got[0])) if got and got[0] else []
 
 
 def any_of(terms: Sequence[str]) -> str:
@@ -141,7 +149,7 @@ def bm25_pool(
         return None
     got.sort(key=lambda x: (-x[1], -x[0]))
     got = got[:pool]
-    bound = sum(_fts5_idf(rows, df(t)) * (K1 + 1.0) for t in common)
+    bound = sum(idf(rows, df(t)) * (K1 + 1.0) for t in common)
     if not got[-1][1] > bound * (1 + 1e-9) + 1e-12:
         return None
     return got
@@ -175,12 +183,11 @@ def column_counts(
     """
     if not (term.isascii() and term.isalnum()) or not rowids:
         return None
-    got = db.execute("SELECT block FROM fts_data WHERE id = 1").fetchone()
-    numbers = _varints(bytes(got[0])) if got and got[0] else []
+    numbers = fts5_totals(db)
     if len(numbers) != 7 or not numbers[0]:
         return None
     rows, avgdl = numbers[0], sum(numbers[1:]) / numbers[0]
-    idf = _fts5_idf(rows, hits)
+    weight = idf(rows, hits)
     marks = ",".join("?" * len(rowids))
     scores = ", ".join(f"bm25(fts, {w})" for w in _ONE_COLUMN)
     out: dict[int, list[int]] = {}
@@ -194,7 +201,7 @@ def column_counts(
         counts = []
         for value in per_column:
             a = -float(value)
-            f = a * k / max(idf * (K1 + 1.0) - a, 1e-300) if a > 0 else 0.0
+            f = a * k / max(weight * (K1 + 1.0) - a, 1e-300) if a > 0 else 0.0
             n = round(f)
             if abs(f - n) > 1e-3 * max(1, n):
                 return None
@@ -203,7 +210,8 @@ def column_counts(
     return out
 
 
-def _varints(blob: bytes) -> list[int]:
+def fts5_varints(blob: bytes) -> list[int]:
+    """FTS5 (like SQLite) writes big-endian varints: 7 bits a byte, high bit = more."""
     out, value = [], 0
     for byte in blob:
         value = (value << 7) | (byte & 0x7F)
