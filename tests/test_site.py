@@ -458,13 +458,17 @@ def test_a_page_fingerprint_is_of_its_data_not_of_which_objects_it_shares():
         "none": None,
         "pair": ("a", 2),
     }
-    assert _fingerprint("c", "entry.html", {}, shared) == _fingerprint("c", "entry.html", {}, copies)
+    assert _fingerprint("c", "entry.html", {}, shared) == _fingerprint(
+        "c", "entry.html", {}, copies
+    )
     assert _fingerprint("c", "entry.html", {}, shared) != _fingerprint(
         "c", "entry.html", {}, {**copies, "pair": ["a", 2]}
     )
 
 
-def test_entry_pages_filled_into_one_frame_are_the_pages_rendered_whole(example, tmp_path, monkeypatch):
+def test_entry_pages_filled_into_one_frame_are_the_pages_rendered_whole(
+    example, tmp_path, monkeypatch
+):
     """An entry page is entry.html's frame (rendered once) around its title and main part: the
     same bytes as rendering the template for each page."""
     import llm_wiki.session as session

@@ -520,7 +520,9 @@ class _Builder:
         self.keys: list[str] = []  # what those numbers stand for
         self._deps: set[str] = set()  # of the page being planned
         self.pause = _GcPause()  # build_site hands its own
-        self._terms: dict[str, str] = {}  # id -> its body words (one string), filled as pages render
+        self._terms: dict[
+            str, str
+        ] = {}  # id -> its body words (one string), filled as pages render
         self._old_terms: dict[str, dict[str, str]] = {}  # month -> id -> "b" of its old shard
         self.h = html.Fragments()  # the templates' ``h``: list lines written once per build
         self._frames: dict[str, tuple[str, str, str] | None] = {}  # root -> entry.html's frame

@@ -29,6 +29,7 @@ def escape(value: Any) -> str:
         )
     return value
 
+
 GLYPHS = {"active": "●", "superseded": "⊘", "proposed": "◇", "rejected": "✕", "deprecated": "□"}
 
 
@@ -115,7 +116,9 @@ def card(e: dict[str, Any], root: str, slug: Callable[[str], str]) -> Markup:
     if e["tags"]:
         optional += (
             "<dt>tags</dt><dd>"
-            + " ".join(f'<a href="{r}tags/{escape(slug(t))}.html">#{escape(t)}</a>' for t in e["tags"])
+            + " ".join(
+                f'<a href="{r}tags/{escape(slug(t))}.html">#{escape(t)}</a>' for t in e["tags"]
+            )
             + "</dd>"
         )
     if e["aliases"]:
@@ -179,7 +182,7 @@ def entry_main(
             f"(origin: {escape(e['origin'])}): orientation, not evidence. Its citations point to "
             "the entries it rests on.</p></div>\n"
         )
-    out.append(f"\n{card(e, root, slug)}\n\n<h2>Body</h2>\n<div class=\"body\">{body_html}</div>\n\n")
+    out.append(f'\n{card(e, root, slug)}\n\n<h2>Body</h2>\n<div class="body">{body_html}</div>\n\n')
     if c["alternatives"]:
         out.append('<h2>Alternatives considered</h2>\n<ul class="reasons">\n')
         out += [
@@ -247,7 +250,9 @@ def entry_main(
         out.append("</ul>\n")
     else:
         out.append('<p class="none">None listed.</p>\n')
-    out.append(f"\n<h3>Cited by</h3>\n{lists.entries(c['cited_by'], root, True, 'No entry cites it.')}\n")
+    out.append(
+        f"\n<h3>Cited by</h3>\n{lists.entries(c['cited_by'], root, True, 'No entry cites it.')}\n"
+    )
     return "".join(out)
 
 

@@ -45,7 +45,9 @@ _ENTITY_RE = re.compile(r"&[#A-Za-z0-9]+;")
 # Characters Python's str.strip() takes for white space and CommonMark does not: markdown-it-py
 # trims them at a line's end, cmark keeps them.
 _ODD_ASCII_SPACE = "\x0b\x0c\x1c\x1d\x1e\x1f"
-_ODD_SPACE_RE = re.compile("[\x0b\x0c\x1c-\x1f\x85\xa0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000]")
+_ODD_SPACE_RE = re.compile(
+    "[\x0b\x0c\x1c-\x1f\x85\xa0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000]"
+)
 _REFUSED_RE = re.compile(r"\]\(\s*(?i:javascript|vbscript|file|data):")
 
 
@@ -54,9 +56,11 @@ def _cmark_renders(text: str) -> bool:
     case-blind regex over every body cost more than cmark's whole render)."""
     if "<" in text:
         return False
-    if "]" in text:  # (one character is looked for at memchr's speed; an image needs a "]")
-        if "]:" in text or "![" in text or ("](" in text and _REFUSED_RE.search(text)):
-            return False
+    # "]" first: one character is looked for at memchr's speed, and an image needs a "]"
+    if "]" in text and (
+        "]:" in text or "![" in text or ("](" in text and _REFUSED_RE.search(text))
+    ):
+        return False
     if "&" in text and _ENTITY_RE.search(text):
         return False
     if text.isascii():  # (a flag, not a scan) then only the control characters need looking for
@@ -126,9 +130,7 @@ def _render_markdown_it(
     return str(md.renderer.render(tokens, md.options, {}))
 
 
-def _link_attrs(
-    href: str, file_href: Callable[[str], str | None]
-) -> tuple[str, dict[str, str]]:
+def _link_attrs(href: str, file_href: Callable[[str], str | None]) -> tuple[str, dict[str, str]]:
     """The tag and attributes of a link to ``href`` (normalised, not escaped), by the rules above."""
     if not href.startswith("#") and not _SCHEME_RE.match(href):
         target = file_href(href.split("#", 1)[0].rsplit("/", 1)[-1])
@@ -155,7 +157,9 @@ def _render_cmark(
 
     def cite(m: re.Match[str]) -> str:
         href = entry_href(m.group(1))
-        return m.group(0) if href is None else f'<a href="{_attr(href)}" class="cite">{m.group(0)}</a>'
+        return (
+            m.group(0) if href is None else f'<a href="{_attr(href)}" class="cite">{m.group(0)}</a>'
+        )
 
     parts: list[str] = []
     pos, closers = 0, []  # (cmark nests no link in a link, but a stack costs nothing)
@@ -180,7 +184,9 @@ def _render_cmark(
 
 def _attr(value: str) -> str:
     """markdown-it's escaping of an attribute value."""
-    return value.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;").replace('"', "&quot;")
+    return (
+        value.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;").replace('"', "&quot;")
+    )
 
 
 def _inside_link(children: list[Any]) -> bool:
