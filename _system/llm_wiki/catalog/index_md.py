@@ -412,6 +412,15 @@ def _months_text(domain: str, counts: Mapping[str, int]) -> str:
     return "\n".join(lines) + "\n"
 
 
+def _unchanged_since(path: Path, recorded: tuple[int, int] | None) -> bool:
+    """Whether ``path`` is as the last index wrote it: (size, mtime_ns) as ``recorded`` then."""
+    try:
+        st = path.stat()
+    except FileNotFoundError:
+        return False
+    return recorded == (st.st_size, st.st_mtime_ns)
+
+
 def _splice_months(
     catalog: Catalog,
     target: Target,
@@ -423,11 +432,7 @@ def _splice_months(
     """The month list's new bytes from its old ones: the months ``changes`` touched counted
     again, the others as they were. None when only a render can tell (the file is not exactly
     as last written, or does not read back as a month list)."""
-    try:
-        st = path.stat()
-    except FileNotFoundError:
-        return None
-    if recorded != (st.st_size, st.st_mtime_ns):
+    if not _unchanged_since(path, recorded):
         return None
     old = path.read_bytes()
     counts: dict[str, int] = {}
@@ -472,8 +477,8 @@ def _splice(
     *,
     month: str | None = None,
 ) -> tuple[bytes | bytearray, bool] | None:
-    """The domain file's new bytes made from its old ones (and whether they are the same): the changed rows' old lines out,
-    their new lines in, each right after the row the order puts before it, and the count in
+    """The domain file's new bytes made from its old ones (and whether they are the same): the
+    changed rows' old lines out, their new lines in, each right after the row the order puts before it, and the count in
     the head. None when only a render can tell: the file is not exactly as last written, its
     head does not count its lines, or a line could be mistaken for another's.
 
@@ -484,11 +489,7 @@ def _splice(
     a predecessor's line is found by a search that cannot match another row's line, since it
     holds the link ``[id](`` once and nothing else that looks like one.
     """
-    try:
-        st = path.stat()
-    except FileNotFoundError:
-        return None
-    if recorded != (st.st_size, st.st_mtime_ns):
+    if not _unchanged_since(path, recorded):
         return None
     prefix = target.domain_prefix + ("../" if month is not None else "")
     gone: list[bytes] = []
