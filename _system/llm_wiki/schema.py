@@ -7,7 +7,7 @@ reports). Only the code that checks entries against a wiki's rules loads it; rea
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sized
 from typing import Any, NamedTuple
 
 from llm_wiki.entries import (
@@ -263,14 +263,10 @@ def check_entry(entry: Entry, schema: Schema) -> list[Problem]:
             f"summary is {len(entry.summary)} characters, over {schema.max_summary_chars}; "
             "shorten it and put details in the body.",
         )
-    for fld in (*LIST_FIELDS, "alternatives_considered"):
+    for fld in LIST_SIZED:
         items = getattr(entry, fld)
-        if len(items) > schema.max_list_items:
-            bad(
-                fld,
-                f"{fld} has {len(items)} items, over {schema.max_list_items} (schema.md "
-                "limits.max_list_items); keep the few that matter.",
-            )
+        if (message := _too_many(fld, len(items), schema)) is not None:
+            bad(fld, message)
             continue
         texts = (
             (t for a in items for t in (a.id, a.rejected_because))
@@ -343,6 +339,26 @@ _EXAMPLE = {
     "scope": "shared",
     "date": "2026-05-02",
 }
+
+
+LIST_SIZED = (*LIST_FIELDS, "alternatives_considered")  # the fields limits.max_list_items bounds
+
+
+def _too_many(fld: str, count: int, schema: Schema) -> str | None:
+    if count <= schema.max_list_items:
+        return None
+    return (
+        f"{fld} has {count} items, over {schema.max_list_items} (schema.md "
+        "limits.max_list_items); keep the few that matter."
+    )
+
+
+def require_list_sizes(lists: Mapping[str, Sized], schema: Schema) -> None:
+    """Refuse a list over ``limits.max_list_items`` before its items are read: an input of a
+    million items costs its length, not a million parses, to refuse."""
+    for fld, items in lists.items():
+        if isinstance(items, (list, tuple)) and (message := _too_many(fld, len(items), schema)):
+            raise InvalidInput(message)
 
 
 def require_valid(entry: Entry, schema: Schema) -> None:

@@ -128,10 +128,23 @@ class Session:
         """Record a new entry: ``entry`` (an Entry or its fields as a mapping), overridden by the
         fields given. An alternative is an :class:`Alternative`, ``{"id", "rejected_because"}``
         or ``"id: why it was rejected"``. ``id``: an explicit id instead of a minted one."""
+        from llm_wiki.schema import LIST_SIZED, require_list_sizes  # deferred: start-up
         from llm_wiki.write import write_entry  # deferred: start-up
 
         viewer = self.viewer  # who writes is settled first, before the fields are judged
         base = dict(entry.to_dict() if isinstance(entry, Entry) else entry or {})
+        given = {
+            "actors": actors,
+            "tags": tags,
+            "supersedes": supersedes,
+            "resolves": resolves,
+            "aliases": aliases,
+            "questions": questions,
+            "sources": sources,
+            "alternatives_considered": alternatives,
+        }
+        # a list of a million items is refused for its length, before a million are parsed
+        require_list_sizes({f: given.get(f) or base.get(f) for f in LIST_SIZED}, self.wiki.schema)
         if alternatives:
             base["alternatives_considered"] = [_alternative(a) for a in alternatives]
         built = draft(

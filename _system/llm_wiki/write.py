@@ -30,7 +30,7 @@ from llm_wiki.entries import (
 from llm_wiki.errors import InvalidInput, WikiError, os_failure, storage_failure
 from llm_wiki.files import create_no_clobber, fsync_dir, sweep_temp
 from llm_wiki.records import Frozen
-from llm_wiki.schema import require_valid
+from llm_wiki.schema import LIST_SIZED, require_list_sizes, require_valid
 from llm_wiki.wiki import Wiki
 
 
@@ -92,6 +92,7 @@ def write_entry(
     """Validate ``entry`` (its id is ignored) and record it. Nothing is written on any error."""
     # Callers build entries many ways (flags, MCP, LLM proposals, importers); the catalog row is
     # made from this object, so it must be exactly what the file will parse back to.
+    require_list_sizes({f: getattr(entry, f) for f in LIST_SIZED}, wiki.schema)
     entry = entry_from_mapping(entry.to_dict())
     if not entry.date:
         entry = dataclasses.replace(entry, date=clock.today().isoformat())
