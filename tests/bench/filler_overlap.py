@@ -9,8 +9,10 @@ This prints, for the tdr-dev questions about such a choice, how many filler entr
 tools and how many are decisions for the question's tool with the rejected one named (each an
 answer to the question in another team's words; a lower bound for tdr-19, which names only
 Datadog, so any tracing decision away from it answers), beside how many of the real ADR records
-in ``tests/data/corpora`` name both. It changes nothing. Run:
-``python tests/bench/filler_overlap.py [10000 100000]``.
+in ``tests/data/corpora`` name both. With ``--recall`` it also runs the benchmark's eval on
+:func:`filler.build_wiki` (lexical) and reports R@3 as the benchmark counts it and with those
+answering decisions counted too. It changes nothing. Run:
+``python tests/bench/filler_overlap.py [--recall] [10000 100000]``.
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ import re
 import sys
 from collections import Counter
 from pathlib import Path
+from typing import Any
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
@@ -59,8 +62,54 @@ def _real_counts() -> tuple[int, dict[str, int]]:
     return len(files), counts
 
 
+def _named(row: Any) -> str:
+    """A catalog row's summary and rejected alternatives, as words."""
+    alternatives = " ".join(a.id.replace("-", " ") for a in row.alternatives)
+    return f"{row.summary} {alternatives}".lower()
+
+
+def recall(size: int) -> tuple[float, float]:
+    """tdr-dev R@3 among ``size`` filler entries (lexical): as the benchmark counts it, and with a
+    filler decision for the question's tool, the rejected one named, counted as an answer too."""
+    import devsets
+
+    from llm_wiki.access import Viewer
+    from llm_wiki.catalog import read_catalog
+    from llm_wiki.evaluation import evaluate, source_stem
+    from llm_wiki.wiki import Wiki
+
+    root = filler.build_wiki(size)
+    devsets.set_embeddings(root, False)
+    wiki = Wiki(root)
+    questions = {q["qid"]: q for q in devsets.questions("tdr-dev")}
+    result = evaluate(wiki, Viewer.everyone(), str(devsets.EVAL / "tdr-dev.jsonl"), k=3)
+    with read_catalog(wiki) as catalog:
+        stem = {i: source_stem(s[0]) if s else i for i, s in catalog.sources(Viewer.everyone())}
+        rows = {r.id: r for r in catalog.rows(Viewer.everyone())}
+    strict = lenient = answerable = 0
+    for got in result.results:
+        relevant = questions[got.qid]["relevant"]
+        if not relevant:
+            continue
+        answerable += 1
+        top = got.ranked[:3]
+        hit = any(stem.get(i, i) in relevant for i in top)
+        tool, rejected = CHOICES.get(got.qid, ("", ()))
+        answers = tool and any(
+            i in rows
+            and rows[i].domain != "tdr"
+            and _decides_for(rows[i].summary, tool)
+            and any(r.lower() in _named(rows[i]) for r in rejected)
+            for i in top
+        )
+        strict += hit
+        lenient += hit or bool(answers)
+    return strict / answerable, lenient / answerable
+
+
 def main() -> None:
-    sizes = [int(a) for a in sys.argv[1:]] or [10_000, 100_000]
+    with_recall = "--recall" in sys.argv
+    sizes = [int(a) for a in sys.argv[1:] if a != "--recall"] or [10_000, 100_000]
     records, real = _real_counts()
     tdr = [len(re.findall(r"\w+", p.read_text(encoding="utf-8"))) for p in filler.TDR.glob("*.md")]
     print(f"real ADR records in tests/data/corpora: {records}; TDR records average "
@@ -82,6 +131,12 @@ def main() -> None:
         print(f"| {size:,} | (all) | filler entries average {sum(words) / len(words):.0f} words; "
               f"decisions per purpose tag {min(per_purpose.values())}-"
               f"{max(per_purpose.values())} | | |")  # fmt: skip
+    if with_recall:
+        clean = recall(0)[0]
+        for size in sizes:
+            strict, lenient = recall(size)
+            print(f"tdr-dev R@3 among {size:,} filler entries: {strict:.3f} as the benchmark "
+                  f"counts it, {lenient:.3f} with the answering decisions (clean {clean:.3f})")  # fmt: skip
 
 
 if __name__ == "__main__":
