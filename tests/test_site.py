@@ -315,6 +315,35 @@ def test_under_walls_a_site_is_for_one_reader_and_holds_only_their_scopes(cli, w
     assert notes and all(n.startswith("graph/matter-acme/") for n in notes)
 
 
+def test_a_first_build_killed_half_way_leaves_nothing_for_the_next_reader(
+    cli, wiki_path, tmp_path, monkeypatch
+):
+    """The first build into a folder claims it with an empty manifest; killed before it lists
+    its pages, the next build (another reader, or walls narrowed) must still remove them."""
+    from llm_wiki.site import build as site_build
+
+    acme = cli.json(*write_args("Acme ledger decision qzacme", scope="matter-acme"))["id"]
+    cli(*write_args("Beta ledger decision qzbeta", scope="matter-beta"))
+    (wiki_path / "access.yaml").write_text(WALLS)
+    out = tmp_path / "shared-site"
+    real = site_build._Builder._write_manifest
+
+    def killed(self, pages):
+        if pages:
+            raise KeyboardInterrupt  # killed after the pages, before the manifest naming them
+        real(self, pages)
+
+    monkeypatch.setattr(site_build._Builder, "_write_manifest", killed)
+    assert "Aborted" in cli("site", "--as", "alice", "--out", str(out), code=1).stderr
+    assert acme.encode() in b"".join(tree(out).values())
+    monkeypatch.setattr(site_build._Builder, "_write_manifest", real)
+    build(cli, "--as", "bob", "--out", str(out))
+    got = tree(out)
+    blob = b"".join(got.values()) + "".join(got).encode()
+    assert acme.encode() not in blob and b"qzacme" not in blob and b"matter-acme" not in blob
+    assert got == tree(Path(build(cli, "--as", "bob", "--out", str(tmp_path / "fresh"))["out"]))
+
+
 def test_obsidian_notes_link_supersession_and_leave_the_index_alone(example):
     from conftest import Cli
 

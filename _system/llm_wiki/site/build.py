@@ -745,7 +745,16 @@ class _Builder:
         if skipped:
             shown.done(skipped)
         removed = []
-        for rel in sorted(set(known) - set(pages)):
+        stale = set(known) - set(pages)
+        if not known:  # a first build, or one after a build killed before it listed its pages
+            # (it claimed the folder with an empty manifest): what that build wrote is on disk,
+            # named nowhere, and may be a page of another reader's or of wider walls
+            stale = {
+                p.relative_to(self.out).as_posix()
+                for p in self.out.rglob("*")
+                if p.is_file() and p.name != MANIFEST
+            } - set(pages)
+        for rel in sorted(stale):
             with contextlib.suppress(FileNotFoundError):
                 (self.out / rel).unlink()
                 removed.append(rel)
