@@ -49,6 +49,9 @@ from llm_wiki.wiki import TEMPLATES, Wiki
 
 SITE_TEMPLATES = TEMPLATES / "site"
 MANIFEST = ".site-manifest.json"
+# Present while a build changes pages: found at the start, the last build died between its pages
+# and the manifest naming them, so the manifest says nothing of what the files hold.
+BUILDING = ".site-building"
 ASSETS = ("site.css", "site.js", "minisearch.js", "minisearch-LICENSE.txt")
 LATEST = 12
 CHANGES = 10
@@ -163,6 +166,8 @@ def _build_site(
         manifest_bytes = b""
     prev = None
     saved = state.state_path(wiki, target)
+    if (target / BUILDING).exists():
+        full = True  # the last build died half-way: its files, not the manifest, are on disk
     if not full and manifest_bytes:
         prev = state.load(saved, code, reader, hashlib.sha256(manifest_bytes).hexdigest())
     inputs = _Inputs.read(wiki, prev)
@@ -698,6 +703,9 @@ class _Builder:
         old = manifest.get("pages", {}) if manifest.get("code") == self.code else {}
         if manifest.get("reader") != self.common["reader"]:
             old = {}
+        died = marked = (self.out / BUILDING).exists()
+        if died:  # a page may hold what the build that died wrote (wider walls, say)
+            old = {}
         known = manifest.get("pages", {})
         pages: dict[str, str] = {}
         written: list[str] = []
@@ -740,20 +748,24 @@ class _Builder:
             self.pause.page()
             data = page.make(context) if page.make else self.render(page, context)
             self.deps[page.path] = self._intern(self._deps)
+            if not marked:
+                (self.out / BUILDING).touch()
+                marked = True
             if _write_if_changed(os.path.join(self.out, page.path), data, page.path not in known):
                 written.append(page.path)
         if skipped:
             shown.done(skipped)
         removed = []
         stale = set(known) - set(pages)
-        if not known:  # a first build, or one after a build killed before it listed its pages
-            # (it claimed the folder with an empty manifest): what that build wrote is on disk,
-            # named nowhere, and may be a page of another reader's or of wider walls
+        if not known or died:  # a build died before its manifest named what it wrote:
+            # those files are on disk, named nowhere, and may be pages of wider walls
             stale = {
                 p.relative_to(self.out).as_posix()
                 for p in self.out.rglob("*")
-                if p.is_file() and p.name != MANIFEST
+                if p.is_file() and p.name not in (MANIFEST, BUILDING)
             } - set(pages)
+        if stale and not marked:
+            (self.out / BUILDING).touch()
         for rel in sorted(stale):
             with contextlib.suppress(FileNotFoundError):
                 (self.out / rel).unlink()
@@ -761,6 +773,8 @@ class _Builder:
         if removed:
             _prune_empty(self.out)
         self._write_manifest(pages)
+        with contextlib.suppress(FileNotFoundError):
+            (self.out / BUILDING).unlink()
         return written, removed, len(pages)
 
     def _intern(self, keys: set[str]) -> tuple[int, ...]:
