@@ -23,7 +23,7 @@ import os
 import pickle
 from collections import Counter
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from dataclasses import astuple, dataclass
 from pathlib import Path
 from typing import Any
 
@@ -42,7 +42,7 @@ from llm_wiki.errors import InvalidInput, WikiError
 from llm_wiki.site.obsidian import write_graph_notes
 from llm_wiki.site.text import CITE_RE, render_body, words
 from llm_wiki.site.view import Line, View, digest, raw_sources
-from llm_wiki.verify import HashCache, logged_entries
+from llm_wiki.verify import Finding, HashCache, VerifyResult, logged_entries, verify_since
 from llm_wiki.verify import verify as verify_wiki
 from llm_wiki.version import __version__
 from llm_wiki.wiki import TEMPLATES, Wiki
@@ -174,10 +174,7 @@ def _build_site(
             rows = catalog.rows(viewer)
             change = None
         else:
-            hashes = HashCache(prev["files"], prev["archives"])
-            result = verify_wiki(
-                wiki, viewer, logged=inputs.logged, logged_to=inputs.offset, hashes=hashes
-            )
+            hashes, result = _verify_since(wiki, viewer, prev, inputs)
             rows, change = _follow(catalog, viewer, prev, inputs, hashes)
     view = View(wiki, viewer, rows, lines=inputs.lines)
     if prev is None:
@@ -218,6 +215,7 @@ def _build_site(
             "notes": notes,
             "files": hashes.files,
             "archives": hashes.archives,
+            "verify": (result.checked, [astuple(f) for f in result.findings]),
         }
 
     with contextlib.suppress(OSError):  # no state kept: the next build is a full one
@@ -237,6 +235,33 @@ def _build_site(
         entries=len(view.rows),
         graph_notes=notes,
     )
+
+
+def _verify_since(
+    wiki: Wiki, viewer: Viewer, prev: dict[str, Any], inputs: _Inputs
+) -> tuple[HashCache, VerifyResult]:
+    """verify's result now, checking again only the entries whose files changed since the last
+    build or that log.md's new lines name (see :func:`llm_wiki.verify.verify_since`); the whole
+    check when that cannot say."""
+    last = prev.get("verify")
+    if last is not None:
+        hashes = HashCache(prev["files"], prev["archives"])
+        named = {line[2] for line in inputs.new or () if line[1] == "write" and line[2]}
+        before = VerifyResult(last[0], tuple(Finding(*f) for f in last[1]))
+        result = verify_since(
+            wiki,
+            viewer,
+            before,
+            logged=inputs.logged,
+            logged_to=inputs.offset,
+            hashes=hashes,
+            named=named,
+        )
+        if result is not None:
+            return hashes, result
+    hashes = HashCache(prev["files"], prev["archives"])
+    result = verify_wiki(wiki, viewer, logged=inputs.logged, logged_to=inputs.offset, hashes=hashes)
+    return hashes, result
 
 
 @dataclass
@@ -573,9 +598,12 @@ class _Builder:
     # -- helpers shared by the page contexts
     def file_sha(self, row: Row) -> str:
         """The sha256 of the bytes a page shows of ``row`` (its file as hashed by this build's
-        verify: an edit behind the tool's back changes it; the catalog keeps the logged one)."""
-        got = self.hashes.get(row.path) if not row.archive else None
-        return got[4] if got is not None else row.sha256
+        verify: an edit behind the tool's back changes it; the catalog keeps the logged one).
+        "" for a file verify did not find (its body then says it is missing)."""
+        if row.archive:
+            return row.sha256
+        got = self.hashes.get(row.path)
+        return got[4] if got is not None else ""
 
     def ref(self, row: Row) -> dict[str, Any]:
         """How a page names another entry (one shared dict per entry: never mutated)."""

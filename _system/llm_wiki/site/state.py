@@ -48,7 +48,7 @@ MAX_RECORDS = 200
 # What a record holds whole (small values); the big ones go as what changed (see append).
 SMALL = (
     "code", "reader", "manifest", "generation", "hard", "soft", "raw", "log_offset", "log_tail",
-    "skips", "states", "notes", "archives",
+    "skips", "states", "notes", "archives", "verify",
 )  # fmt: skip
 TAIL_BYTES = 4096
 # log.md operations a build can follow line by line; any other one means a full build.
