@@ -628,24 +628,32 @@ def verify_since(
     old, files = hashes.old_files, hashes.files
     changed = set(named)
     again: list[tuple[str, os.stat_result]] = []  # the files of the changed ids
-    for rel, st in store.iter_entry_stats(wiki):
-        o = old.get(rel)
-        if (
-            o is not None
-            and o[5]
-            and o[2] == st.st_mtime_ns
-            and o[3] == st.st_ctime_ns
-            and o[1] == st.st_size
-            and o[0] == st.st_ino
-        ):
-            entry_id = rel[rel.rindex("/") + 1 : -3]
-            if entry_id not in changed:
-                files[rel] = o
-                continue
-        else:
-            entry_id = rel[rel.rindex("/") + 1 : -3]
-            changed.add(entry_id)
-        again.append((rel, st))
+    for prefix, folder in store.entry_folders(wiki):  # (as iter_entry_stats, in no order)
+        with os.scandir(folder) as it:
+            for e in it:
+                name = e.name
+                if name[-3:] != ".md" or name[0] == ".":
+                    continue
+                try:
+                    st = e.stat()
+                except FileNotFoundError:
+                    continue  # gone since the folder was listed
+                rel = prefix + name
+                o = old.get(rel)
+                if (
+                    o is not None
+                    and o[5]
+                    and o[2] == st.st_mtime_ns
+                    and o[3] == st.st_ctime_ns
+                    and o[1] == st.st_size
+                    and o[0] == st.st_ino
+                ):
+                    if name[:-3] not in changed:
+                        files[rel] = o
+                        continue
+                else:
+                    changed.add(name[:-3])
+                again.append((rel, st))
     gone = sorted(old.keys() - files.keys() - {rel for rel, _ in again})
     changed.update(rel[rel.rindex("/") + 1 : -3] for rel in gone)
     if changed - named:  # an id changed after its file was passed: its other files go again
@@ -655,7 +663,7 @@ def verify_since(
                 again.append((rel, os.stat(wiki.root / rel)))
             except OSError:
                 return None
-        again.sort()
+    again.sort()
     if any(rel[rel.rindex("/") + 1 : -3] not in logged for rel, _ in again):
         return None  # an unlogged file: the full check waits for a write in progress
     names = sorted(store.archive_names(wiki))
