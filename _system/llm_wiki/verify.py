@@ -112,7 +112,7 @@ class HashCache:
             return old[4]
         with open(path, "rb") as fh:
             data = fh.read()
-        return self.record(rel, st, store.sha256_bytes(data))
+        return self.record(rel, st, store.sha256_bulk(data))
 
     def record(self, rel: str, st: os.stat_result, sha: str) -> str:
         """Remember the sha256 just hashed of the file at ``rel`` (trust is settled later)."""
