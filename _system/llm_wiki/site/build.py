@@ -27,7 +27,6 @@ from dataclasses import astuple, dataclass
 from pathlib import Path
 from typing import Any
 
-import jinja2
 from markupsafe import Markup
 
 import llm_wiki.progress as progress
@@ -176,6 +175,16 @@ def _build_site(
         else:
             hashes, result = _verify_since(wiki, viewer, prev, inputs)
             rows, change = _follow(catalog, viewer, prev, inputs, hashes)
+            if _unchanged(prev, inputs, hashes, change, result):
+                return SiteResult(
+                    out=str(target),
+                    reader=viewer.name,
+                    pages=len(prev["deps"]),
+                    written=(),
+                    removed=(),
+                    entries=len(rows),
+                    graph_notes=prev["notes"],
+                )
     view = View(wiki, viewer, rows, lines=inputs.lines)
     if prev is None:
         hashes = HashCache()
@@ -234,6 +243,27 @@ def _build_site(
         removed=tuple(removed),
         entries=len(view.rows),
         graph_notes=notes,
+    )
+
+
+def _unchanged(
+    prev: dict[str, Any], inputs: _Inputs, hashes: HashCache, change: _Change, result: VerifyResult
+) -> bool:
+    """Whether nothing a page or the state holds has changed since the last build: no new line
+    in log.md, no row or key to plan again, every file's record the last build's (none hashed
+    again, none left to trust) and the same verify result. Such a build leaves everything as it
+    is (plans nothing, renders nothing, appends nothing)."""
+    if inputs.new or change.rows or change.keys or change.domains:
+        return False
+    old, files = hashes.old_files, hashes.files
+    if len(old) != len(files) or hashes.changed or hashes.archives != hashes.old_archives:
+        return False
+    if any(files[rel] is not o for rel, o in old.items() if rel in files):
+        return False
+    last = prev.get("verify")
+    return last is not None and (result.checked, [astuple(f) for f in result.findings]) == (
+        last[0],
+        list(last[1]),
     )
 
 
@@ -817,7 +847,9 @@ class _Builder:
 
     @functools.cached_property
     def env(self) -> Any:
-        env = _environment()  # (its bytecode cache pointed at this wiki once per build)
+        from llm_wiki.site.jinja import environment  # deferred: only a page to render needs it
+
+        env = environment(slug)  # (its bytecode cache pointed at this wiki once per build)
         env.bytecode_cache.use(self.view.wiki.state_dir / state.FOLDER / "templates")
         return env
 
@@ -1504,67 +1536,6 @@ class _Builder:
 
 
 # --------------------------------------------------------------------------- small helpers
-
-
-class _TemplateCache(jinja2.FileSystemBytecodeCache):
-    """jinja2's bytecode cache in the wiki's ``.llm-wiki/site-state/templates/`` (each template
-    keyed by its source's checksum): a rebuild after one write renders a dozen pages and would
-    otherwise spend most of its time compiling them. No folder (not writable): no cache."""
-
-    def __init__(self) -> None:
-        super().__init__(directory="")
-
-    def use(self, folder: Path) -> None:
-        try:
-            folder.mkdir(parents=True, exist_ok=True)
-            self.directory = str(folder)
-        except OSError:
-            self.directory = ""
-
-    def load_bytecode(self, bucket: Any) -> None:
-        if self.directory:
-            super().load_bytecode(bucket)
-
-    def dump_bytecode(self, bucket: Any) -> None:
-        if self.directory:
-            with contextlib.suppress(OSError):
-                super().dump_bytecode(bucket)
-
-
-_DICT_ATTRS = frozenset(dir(dict))
-
-
-class _Environment(jinja2.Environment):
-    """jinja2's environment, with ``x.name`` on a context's dicts looked up as ``x["name"]``
-    first: jinja tries the attribute first and pays for an AttributeError on every field of every
-    entry shown. A dict's own attributes (``.items()``, ``.get()``) still win, as in jinja."""
-
-    def getattr(self, obj: Any, attribute: str) -> Any:
-        if type(obj) is dict and attribute not in _DICT_ATTRS:
-            try:
-                return obj[attribute]
-            except KeyError:
-                pass
-        return super().getattr(obj, attribute)
-
-
-@functools.cache
-def _environment() -> Any:
-    """The templates, compiled once per process (compiling costs more than rendering a small
-    site; ``--serve`` and the tests build many), and across processes through the bytecode
-    cache."""
-    env = _Environment(
-        loader=jinja2.FileSystemLoader(str(SITE_TEMPLATES)),
-        bytecode_cache=_TemplateCache(),
-        autoescape=True,
-        undefined=jinja2.StrictUndefined,
-        trim_blocks=True,
-        lstrip_blocks=True,
-        keep_trailing_newline=True,
-        auto_reload=False,
-    )
-    env.globals["slug"] = slug
-    return env
 
 
 def chunks(n: int) -> int:
