@@ -312,8 +312,6 @@ class _Inputs:
 
     @classmethod
     def read(cls, wiki: Wiki, prev: dict[str, Any] | None) -> _Inputs:
-        from llm_wiki.consolidate import logged_skips  # deferred: the nightly job's module
-
         start = 0
         if prev is not None:
             start = prev["log_offset"]
@@ -328,13 +326,15 @@ class _Inputs:
             new.append(line)
             offset = end
         digested = [_shown(digest(line)) for line in new]
+        if new or prev is None:
+            from llm_wiki.consolidate import logged_skips  # deferred: the nightly job's module
         if prev is None:
             logged = logged_entries(new)
             skips = logged_skips(new)
             lines, followed = digested, None
         else:
             logged = logged_entries(new, prev["logged"])
-            skips = logged_skips(new, prev["skips"])
+            skips = logged_skips(new, prev["skips"]) if new else prev["skips"]
             lines, followed = prev["lines"] + digested, new
         return cls(
             lines=lines,

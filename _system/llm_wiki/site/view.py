@@ -21,9 +21,7 @@ from llm_wiki.access import Viewer, split_scopes
 from llm_wiki.catalog import Row, read_catalog
 from llm_wiki.entries import ID_RE, decode_text, split_frontmatter
 from llm_wiki.errors import InvalidInput, WikiError
-from llm_wiki.failures import failure_records
 from llm_wiki.reads import read_entry, read_entry_bytes
-from llm_wiki.stats import llm_usage
 from llm_wiki.verify import verify as verify_wiki
 from llm_wiki.wiki import Wiki
 
@@ -175,10 +173,14 @@ class View:
 
     @functools.cached_property
     def llm(self) -> dict[str, Any]:
+        from llm_wiki.stats import llm_usage  # deferred: only the inspector shows it
+
         return llm_usage(self.wiki, self.viewer)
 
     @functools.cached_property
     def failures(self) -> list[Any]:
+        from llm_wiki.failures import failure_records  # deferred: only the inspector shows them
+
         return [r for r in failure_records(self.wiki) if self.viewer.can_read(r.scope)]
 
     @functools.cached_property
