@@ -24,6 +24,7 @@ import pickle
 from collections import Counter
 from collections.abc import Callable, Iterator
 from dataclasses import astuple, dataclass
+from operator import itemgetter
 from pathlib import Path
 from typing import Any
 
@@ -1110,25 +1111,27 @@ class _Builder:
         months: dict[str, Counter[str]] = {}
         domains: dict[str, dict[str, Any]] = {}
         proposed = []
-        for r in self.view.rows:
+        for r in self.view.rows:  # (each field read once: a state row's are read by index)
+            kind, date, domain = r.type, r.date, r.domain
             status = "superseded" if superseded.get(r.id) else r.status
-            by_type[r.type] += 1
             by_status[status] += 1
-            counts = months.get(r.type)
+            counts = months.get(kind)
             if counts is None:
-                counts = months[r.type] = Counter()
-            counts[r.date[:7]] += 1
-            d = domains.get(r.domain)
+                counts = months[kind] = Counter()
+            counts[date[:7]] += 1
+            d = domains.get(domain)
             if d is None:
-                d = domains[r.domain] = {"name": r.domain, "entries": 0, "current": 0, "latest": ""}
+                d = domains[domain] = {"name": domain, "entries": 0, "current": 0, "latest": ""}
             d["entries"] += 1
-            if r.type == "decision":
+            if kind == "decision":
                 if status == "active":
                     d["current"] += 1
                 elif status == "proposed":
                     proposed.append(r)
-            if r.date > d["latest"]:
-                d["latest"] = r.date
+            if date > d["latest"]:
+                d["latest"] = date
+        for kind, counts in months.items():
+            by_type[kind] = sum(counts.values())
         return {
             "by_type": dict(sorted(by_type.items())),
             "by_status": dict(sorted(by_status.items())),
@@ -1367,8 +1370,13 @@ class _Builder:
         log = view.log
         result = view.verify
         months = {m: len(items) for m, items in self._log_months.items()}
-        lint = [self.log_dict(i) for i in log if i.op == "lint"][-20:]
-        skips = [self.log_dict(i) for i in log if i.op == "consolidate-skip"][-20:]
+        ops = Counter(map(itemgetter(1), log))  # (an op no line has: no pass to find it)
+        lint = [self.log_dict(i) for i in log if i.op == "lint"][-20:] if ops["lint"] else []
+        skips = (
+            [self.log_dict(i) for i in log if i.op == "consolidate-skip"][-20:]
+            if ops["consolidate-skip"]
+            else []
+        )
         archives: dict[str, list[Row]] = self._groups["archive"]
         llm = view.llm
         return {
@@ -1413,7 +1421,7 @@ class _Builder:
             "settings": [list(kv) for kv in view.settings],
             "recent": [self.log_dict(i) for i in log[-30:]][::-1],
             "months": [[m, months[m]] for m in sorted(months, reverse=True)],
-            "ops": [[op, n] for op, n in sorted(Counter(i.op for i in log).items())],
+            "ops": [[op, n] for op, n in sorted(ops.items()) if n],
         }
 
     def log_dict(self, item: Any) -> dict[str, Any]:
