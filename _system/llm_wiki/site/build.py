@@ -498,6 +498,19 @@ def _place(tuples: list[tuple[Any, ...]], t: tuple[Any, ...]) -> int:
     return lo
 
 
+def _older(rows: list[Row], key: tuple[str, int, str]) -> int:
+    """How many of ``rows`` (newest first: descending by :func:`_order`) come before ``key``
+    in that order read from the oldest, by bisection (a list of thousands, a few keys)."""
+    lo, hi = 0, len(rows)
+    while lo < hi:
+        mid = (lo + hi) // 2
+        if _order(rows[mid]) < key:
+            hi = mid
+        else:
+            lo = mid + 1
+    return len(rows) - lo
+
+
 def _order(row: Row) -> tuple[str, int, str]:
     """A row's place in the catalog's order read from the oldest (date, superseded first, id)."""
     return (row.date, 0 if row.superseded_by else 1, row.id)
@@ -743,13 +756,11 @@ class _Builder:
         was = [r for r in change.before.values() if member(r, name)]
         if not now and not was:
             return len(rows)
-        order = [_order(r) for r in reversed(rows)]  # oldest first: ascending
         changed = sorted(_order(r) for r in now)
         # entries the list holds now, before the first changed one in either version: the same
         # unchanged entries in the same order in both
         same = min(
-            bisect.bisect_left(order, key) - bisect.bisect_left(changed, key)
-            for key in map(_order, now + was)
+            _older(rows, key) - bisect.bisect_left(changed, key) for key in map(_order, now + was)
         )
         pages = min(chunks(len(rows)), chunks(len(rows) - len(now) + len(was)))
         return max(1, min(same // PAGE_ENTRIES + 1, pages - 1))
