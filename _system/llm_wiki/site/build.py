@@ -56,6 +56,8 @@ BODY_TERMS = 2000  # distinct body words per entry in the search index
 # Entries a subject page (actor, tag) or a domain's history lists before the rest goes on pages of
 # their own (see :func:`chunk`).
 PAGE_ENTRIES = 100
+# What the plan yields in place of the entry pages: the sorted ids (see _Builder.run).
+_ENTRY_PAGES = object()
 # Folders of the wiki that hold its data or its generated views: never a site's --out.
 _WIKI_FOLDERS = ("entries", "raw", "archive", "index", "indexes", "graph", "inbox")
 
@@ -675,7 +677,8 @@ class _Builder:
     # -- the plan
     def plan(self) -> Iterator[tuple[Any, ...]]:
         """Every page as (path, template, context function, its arguments, maker, keys): plain
-        tuples, so that a rebuild passes over the 10,000 pages nothing touched cheaply."""
+        tuples, so that a rebuild passes over the 10,000 pages nothing touched cheaply; the entry
+        pages as one (_ENTRY_PAGES, their ids in order)."""
         view = self.view
         every = ("*",)
         yield "index.html", "home.html", self.home, (), None, every
@@ -717,9 +720,7 @@ class _Builder:
                 if j >= moved:
                     force.add(f"{base}/{j}.html")
                 yield f"{base}/{j}.html", "actor.html", self.actor, (name, actors, j), None, ()
-        by_id, entry = view.by_id, self.entry
-        for entry_id in sorted(by_id):
-            yield f"entries/{entry_id}.html", "entry.html", entry, (by_id[entry_id],), None, ()
+        yield _ENTRY_PAGES, sorted(view.by_id)  # entries/<id>.html, in that order (see run)
         for name in sorted(self.raw_cited()):
             yield f"raw/{name[4:]}.html", "raw.html", self.raw, (name,), None, (f"r:{name}",)
         yield "inspector/index.html", "inspector.html", self.inspector, (), None, every
@@ -789,14 +790,17 @@ class _Builder:
         shown = progress.current()
         shown.task("site")
         skipped = 0  # pages left alone, counted as done in batches
-        for path, template, function, args, make, keys in self.plan():
-            if following and path in prev_deps and path in old and path not in force:
-                before = prev_deps[path]
-                if dirty.isdisjoint(before):  # nothing it is made from changed
-                    pages[path] = old[path]
-                    self.deps[path] = before
-                    skipped += 1
-                    continue
+        deps = self.deps
+
+        def make_page(
+            path: str,
+            template: str,
+            function: Callable[..., dict[str, Any]],
+            args: tuple[Any, ...],
+            make: Callable[[dict[str, Any]], bytes] | None,
+            keys: tuple[str, ...],
+        ) -> None:
+            nonlocal skipped
             if skipped:
                 shown.done(skipped)
                 skipped = 0
@@ -808,13 +812,37 @@ class _Builder:
             pages[page.path] = fp
             if old.get(page.path) == fp and os.path.isfile(os.path.join(self.out, page.path)):
                 # not rendered: what rendering it would look up was named by its context
-                self.deps[page.path] = self._intern(self._deps)
-                continue
+                deps[page.path] = self._intern(self._deps)
+                return
             self.pause.page()
             data = page.make(context) if page.make else self.render(page, context)
-            self.deps[page.path] = self._intern(self._deps)
+            deps[page.path] = self._intern(self._deps)
             if _write_if_changed(os.path.join(self.out, page.path), data, page.path not in known):
                 written.append(page.path)
+
+        for item in self.plan():
+            if item[0] is _ENTRY_PAGES:  # ten thousand pages: the same test, without the plan's
+                by_id, entry = self.view.by_id, self.entry  # tuple for each one
+                for entry_id in item[1]:
+                    path = f"entries/{entry_id}.html"
+                    if following and path in prev_deps and path in old and path not in force:
+                        before = prev_deps[path]
+                        if dirty.isdisjoint(before):
+                            pages[path] = old[path]
+                            deps[path] = before
+                            skipped += 1
+                            continue
+                    make_page(path, "entry.html", entry, (by_id[entry_id],), None, ())
+                continue
+            path = item[0]
+            if following and path in prev_deps and path in old and path not in force:
+                before = prev_deps[path]
+                if dirty.isdisjoint(before):  # nothing it is made from changed
+                    pages[path] = old[path]
+                    deps[path] = before
+                    skipped += 1
+                    continue
+            make_page(*item)
         if skipped:
             shown.done(skipped)
         removed = []
