@@ -214,7 +214,9 @@ def _end_of_lines(data: bytes, start: int) -> int:
 
 hand_steps = st.lists(
     st.tuples(
-        st.sampled_from(["write", "edit", "same-size edit", "remove", "restore", "stray", "touch"]),
+        st.sampled_from(
+            ["write", "edit", "same-size edit", "remove", "restore", "stray", "twin", "touch"]
+        ),
         st.integers(0, 20),
     ),
     min_size=1,
@@ -227,7 +229,8 @@ hand_steps = st.lists(
 def test_verify_since_finds_what_verify_finds(tmp_path_factory, steps):
     """A site rebuild checks again only what changed since the last build (verify_since): after
     any run of writes and hand changes (an edit, one that keeps the size and puts the mtime back,
-    a file deleted and put back, a stray copy, a touch) it reports what the whole verify does."""
+    a file deleted and put back, a stray copy, a copy under the same name in another month, a
+    touch) it reports what the whole verify does."""
     from conftest import Cli
     from llm_wiki import store
     from llm_wiki.access import Viewer
@@ -283,6 +286,10 @@ def test_verify_since_finds_what_verify_finds(tmp_path_factory, steps):
             back.write_bytes(data)
         elif path is not None and kind == "stray":
             path.with_name(f"{path.stem[:10]}-stray-{n}.md").write_bytes(path.read_bytes())
+        elif path is not None and kind == "twin":  # the same file in a month before or after
+            twin = root / "entries" / ("2001/01" if k % 2 else "2099/12") / path.name
+            twin.parent.mkdir(parents=True, exist_ok=True)
+            twin.write_bytes(path.read_bytes())
         elif path is not None and kind == "touch":
             os.utime(path)
         logged, new_offset, now_lines = logged_now()

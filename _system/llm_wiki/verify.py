@@ -628,6 +628,8 @@ def verify_since(
     old, files = hashes.old_files, hashes.files
     changed = set(named)
     again: list[tuple[str, os.stat_result]] = []  # the files of the changed ids
+    carried: dict[str, str] = {}  # file name -> the first file of that name kept as it was
+    more: list[str] = []  # the others (an id in two month folders)
     for prefix, folder in store.entry_folders(wiki):  # (as iter_entry_stats, in no order)
         with os.scandir(folder) as it:
             for e in it:
@@ -650,14 +652,21 @@ def verify_since(
                 ):
                     if name[:-3] not in changed:
                         files[rel] = o
+                        if name in carried:
+                            more.append(rel)
+                        else:
+                            carried[name] = rel
                         continue
                 else:
                     changed.add(name[:-3])
                 again.append((rel, st))
     gone = sorted(old.keys() - files.keys() - {rel for rel, _ in again})
     changed.update(rel[rel.rindex("/") + 1 : -3] for rel in gone)
-    if changed - named:  # an id changed after its file was passed: its other files go again
-        for rel in [r for r in files if r[r.rindex("/") + 1 : -3] in changed]:
+    extra = changed - named
+    if extra:  # an id changed after a file of it was passed: that file goes again
+        back = [carried[i + ".md"] for i in extra if i + ".md" in carried]
+        back += [rel for rel in more if rel[rel.rindex("/") + 1 : -3] in extra]
+        for rel in back:
             del files[rel]
             try:
                 again.append((rel, os.stat(wiki.root / rel)))
