@@ -131,9 +131,11 @@ def _paths(wiki: Wiki, token: str) -> tuple[Path, Path, Path]:
 def catalog_state(catalog: Catalog) -> str:
     """What the catalog holds, cheaply: how many entries, the highest rowid, and where log.md
     stood when the catalog last caught up with it (every write, import and removal moves one of
-    them). Not the files' stat: opening SQLite in WAL mode changes those on every read."""
+    them). Not the files' stat: opening SQLite in WAL mode changes those on every read. The
+    count is the trigger-kept one (``count(*)`` reads every row: 12 ms of a query at 100k)."""
     count, top = catalog.db.execute(
-        "SELECT count(*), coalesce(max(rowid), 0) FROM entries"
+        "SELECT (SELECT coalesce(sum(n), 0) FROM counts), "
+        "(SELECT coalesce(max(rowid), 0) FROM entries)"
     ).fetchone()
     return f"{count}:{top}:{catalog.meta('log_offset')}:{catalog.meta('log_tail')[:16]}"
 
