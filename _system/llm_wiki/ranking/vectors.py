@@ -354,8 +354,9 @@ class Vectors:
         rowids = self.rows["rowid"][allowed]
         sims = np.empty(len(vectors), np.float32)
         # int8 rows to float32 through one small reused buffer (a fresh 12 MB block each time
-        # cost more in page faults than the product); each row's product is the same either way
-        block = 1024
+        # cost more in page faults than the product; 512 rows, 768 KB, stay in cache better
+        # than 1,024); each row's product is the same either way, bit for bit
+        block = 512
         buf = np.empty((min(block, len(vectors)), vectors.shape[1]), np.float32)
         for start in range(0, len(vectors), block):
             n = min(block, len(vectors) - start)
