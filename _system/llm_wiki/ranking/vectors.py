@@ -179,9 +179,9 @@ def refresh(
 ) -> RefreshResult:
     """Bring the vectors in step with the catalog: keep the rows of unchanged entries, embed
     new or changed ones (at most ``limit``), drop the rest. Idempotent; under its own lock."""
+    enc, fingerprint = encoder(wiki)  # first: minilm sets OPENBLAS_NUM_THREADS before numpy loads
     import numpy as np  # deferred: numpy (the extra)
 
-    enc, fingerprint = encoder(wiki)
     with store.locked(wiki, "vectors"):
         meta = _read_meta(wiki)
         state = catalog_state(catalog)
