@@ -606,13 +606,9 @@ def _prune_empty_dirs(*bases: Path) -> None:
     """Remove the folders an index layout no longer uses (``index/`` once walls are on, a
     scope's folder under ``indexes/`` once they are off), deepest first."""
     for base in bases:
-        if not base.is_dir():
-            continue
-        for folder in sorted((p for p in base.rglob("*") if p.is_dir()), reverse=True):
+        for folder, _, _ in os.walk(base, topdown=False):  # each folder after those in it
             with contextlib.suppress(OSError):
-                folder.rmdir()
-        with contextlib.suppress(OSError):
-            base.rmdir()
+                os.rmdir(folder)
 
 
 def _n(count: int, one: str, many: str) -> str:
