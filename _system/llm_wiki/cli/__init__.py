@@ -4,10 +4,11 @@ importing click).
 Each command resolves the wiki and reader, calls one Session method, and prints human text or
 ``--json``. This module holds the root group, the options and helpers every command shares, and
 where each command is defined (:data:`COMMANDS`): ``write`` in :mod:`.write`, ``show`` and
-``list`` in :mod:`.reads`, ``query`` in :mod:`.query`, the rest in :mod:`.commands`, each module
-imported only when one of its commands runs, so ``write``, ``show``, ``list`` and ``query`` load
-nothing else. Library modules are imported inside the commands (each marked ``# deferred:
-start-up``) for the same reason.
+``list`` in :mod:`.reads`, ``query`` in :mod:`.query`, the jobs, skills, agents, mcp, serve and
+token commands in :mod:`.setup`, the rest in :mod:`.commands`, each module imported only when one
+of its commands runs, so ``write``, ``show``, ``list`` and ``query`` load nothing else. Library
+modules are imported inside the commands (each marked ``# deferred: start-up``) for the same
+reason.
 """
 
 from __future__ import annotations
@@ -301,12 +302,12 @@ COMMANDS = {  # in the order of the help examples (write before show)
     "eval": "llm_wiki.cli.commands:wiki_eval",
     "ingest": "llm_wiki.cli.commands:wiki_ingest",
     "brief": "llm_wiki.cli.commands:wiki_brief",
-    "schedule": "llm_wiki.cli.commands:schedule_group",
-    "skills": "llm_wiki.cli.commands:skills_group",
-    "agents": "llm_wiki.cli.commands:agents_group",
-    "mcp": "llm_wiki.cli.commands:wiki_mcp",
-    "serve": "llm_wiki.cli.commands:wiki_serve",
-    "token": "llm_wiki.cli.commands:token_group",
+    "schedule": "llm_wiki.cli.setup:schedule_group",
+    "skills": "llm_wiki.cli.setup:skills_group",
+    "agents": "llm_wiki.cli.setup:agents_group",
+    "mcp": "llm_wiki.cli.setup:wiki_mcp",
+    "serve": "llm_wiki.cli.setup:wiki_serve",
+    "token": "llm_wiki.cli.setup:token_group",
 }
 
 
