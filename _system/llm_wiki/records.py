@@ -93,6 +93,8 @@ def ensure_dataclass(cls: type[Any]) -> None:
         if cls.__dict__.get("__init__") is cls.__dict__.get("__lazy_init__"):
             cls.__init__ = cls.__dict__["__written_init__"]
             dataclasses.dataclass(init=False, repr=False, eq=False)(cls)
+            made = cls.__dataclass_params__
+            made.init = made.repr = made.eq = made.frozen = True  # what the class does
 
 
 class _Factory:
