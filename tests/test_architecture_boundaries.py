@@ -84,6 +84,7 @@ LAYERS = {
     "llm_wiki.site.build": 10,
     "llm_wiki.site.serve": 10,
     "llm_wiki.site.state": 10,
+    "llm_wiki.site.jinja": 10,
     "llm_wiki.session": 11,  # the front door the adapters share
     "llm_wiki": 11,  # the package: the front door's names (loaded when first used), __version__
     "llm_wiki.mcp_server": 12,

@@ -5,7 +5,7 @@ the new lines and changed files touch (site/state.py). That is only right if the
 alone are exactly the pages nothing changed: so, on random wikis (with and without walls), after
 every random step — writes that supersede, cite or quote earlier entries (or an id not written
 yet), bodies citing entries, lint, consolidation, the archive, a hand edit behind the tool's back,
-a raw source appearing — the rebuilt folder of every reader must hold the same files, byte for
+a file deleted by hand (and put back), a file no write logged, a raw source appearing — the rebuilt folder of every reader must hold the same files, byte for
 byte, as a new folder built from scratch, and the graph/ notes must be what a full build leaves.
 
 LLM_WIKI_SITE_CASES sets the number of cases (default 12).
@@ -57,6 +57,9 @@ steps = st.lists(
         st.tuples(st.just("consolidate")),
         st.tuples(st.just("archive")),
         st.tuples(st.just("edit"), st.integers(0, 20)),
+        st.tuples(st.just("remove"), st.integers(0, 20)),
+        st.tuples(st.just("restore")),
+        st.tuples(st.just("stray"), st.integers(0, 20)),
         st.tuples(
             st.just("raw"),
         ),
@@ -90,6 +93,7 @@ class Case:
             self.readers = ["root", "alice"]
         self.walls = walls
         self.n = 0
+        self.removed: list[tuple[Path, bytes]] = []
 
     def run(self, *args: str, env: dict | None = None):
         who = ["--as", "root"] if self.walls else []
@@ -146,6 +150,19 @@ class Case:
                 os.chmod(path, 0o644)
                 path.write_bytes(path.read_bytes().replace(b"Body", b"B0dy"))
                 os.utime(path, ns=(st_.st_atime_ns, st_.st_mtime_ns))  # mtime put back
+        elif kind == "remove" and self.ids:  # a file deleted behind the tool's back
+            entry_id = self.ids[step[1] % len(self.ids)]
+            for path in (self.root / "entries").rglob(f"{entry_id}.md"):
+                self.removed.append((path, path.read_bytes()))
+                path.unlink()
+        elif kind == "restore" and self.removed:  # and put back, bytes and all
+            path, data = self.removed.pop()
+            path.write_bytes(data)
+        elif kind == "stray" and self.ids:  # an entry file no write logged, of another's bytes
+            entry_id = self.ids[step[1] % len(self.ids)]
+            for path in (self.root / "entries").rglob(f"{entry_id}.md"):
+                stray = path.with_name(f"{path.stem[:10]}-stray-{n}.md")
+                stray.write_bytes(path.read_bytes())
         elif kind == "raw":
             self.raw(f"a raw source of step {n}\n")
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import time
 
 import pytest
 from hypothesis import given, settings
@@ -209,3 +210,99 @@ def _end_of_lines(data: bytes, start: int) -> int:
             break
         offset += len(raw)
     return offset
+
+
+hand_steps = st.lists(
+    st.tuples(
+        st.sampled_from(
+            ["write", "edit", "same-size edit", "remove", "restore", "stray", "twin", "touch"]
+        ),
+        st.integers(0, 20),
+    ),
+    min_size=1,
+    max_size=6,
+)
+
+
+@settings(max_examples=15, deadline=None)
+@given(steps=hand_steps)
+def test_verify_since_finds_what_verify_finds(tmp_path_factory, steps):
+    """A site rebuild checks again only what changed since the last build (verify_since): after
+    any run of writes and hand changes (an edit, one that keeps the size and puts the mtime back,
+    a file deleted and put back, a stray copy, a copy under the same name in another month, a
+    touch) it reports what the whole verify does."""
+    from conftest import Cli
+    from llm_wiki import store
+    from llm_wiki.access import Viewer
+    from llm_wiki.create import init_wiki
+    from llm_wiki.verify import HashCache, logged_entries, verify, verify_since
+    from llm_wiki.wiki import Wiki
+
+    root = tmp_path_factory.mktemp("since") / "wiki"
+    init_wiki(root)
+    cli = Cli(root)
+    for i in range(3):
+        cli(*write_args(f"Entry number {i}"))
+    wiki, viewer = Wiki(root), Viewer.everyone()
+    removed: list[tuple[os.PathLike[str], bytes]] = []
+
+    def logged_now() -> tuple[dict, int, list]:
+        lines, offset = [], 0
+        for end, line in store.read_log(wiki):
+            lines.append(line)
+            offset = end
+        return logged_entries(lines), offset, lines
+
+    logged, offset, lines = logged_now()
+    hashes = HashCache()
+    last = verify(wiki, viewer, logged=logged, logged_to=offset, hashes=hashes)
+
+    def trust_all() -> None:
+        # every record trusted, as a build made seconds later trusts them; the sleep keeps a
+        # hand change out of the clock tick its file was hashed in (the racy case RACY_NS is for)
+        hashes.finish(os.stat(wiki.log_path).st_mtime_ns + 10 * HashCache.RACY_NS)
+        time.sleep(0.02)
+
+    trust_all()
+    files = hashes.files
+    for n, (kind, k) in enumerate(steps):
+        paths = sorted((root / "entries").rglob("*.md"))
+        path = paths[k % len(paths)] if paths else None
+        if kind == "write":
+            cli(*write_args(f"Written at step {n}"))
+        elif path is not None and kind in ("edit", "same-size edit"):
+            st_ = path.stat()
+            os.chmod(path, 0o644)
+            data = path.read_bytes()
+            new = data.replace(b"Entry", b"Entre") if kind == "same-size edit" else data + b"x\n"
+            path.write_bytes(new)
+            if kind == "same-size edit":
+                os.utime(path, ns=(st_.st_atime_ns, st_.st_mtime_ns))
+        elif path is not None and kind == "remove":
+            removed.append((path, path.read_bytes()))
+            path.unlink()
+        elif kind == "restore" and removed:
+            back, data = removed.pop()
+            back.write_bytes(data)
+        elif path is not None and kind == "stray":
+            path.with_name(f"{path.stem[:10]}-stray-{n}.md").write_bytes(path.read_bytes())
+        elif path is not None and kind == "twin":  # the same file in a month before or after
+            twin = root / "entries" / ("2001/01" if k % 2 else "2099/12") / path.name
+            twin.parent.mkdir(parents=True, exist_ok=True)
+            twin.write_bytes(path.read_bytes())
+        elif path is not None and kind == "touch":
+            os.utime(path)
+        logged, new_offset, now_lines = logged_now()
+        named = {line[2] for line in now_lines[len(lines) :] if line[1] == "write" and line[2]}
+        lines, offset = now_lines, new_offset
+        whole = verify(wiki, viewer, logged=logged, logged_to=offset, hashes=HashCache(files))
+        hashes = HashCache(files)
+        got = verify_since(
+            wiki, viewer, last, logged=logged, logged_to=offset, hashes=hashes, named=named
+        )
+        if got is None:  # it could not say (a stray file): the caller runs verify
+            hashes = HashCache(files)
+            got = verify(wiki, viewer, logged=logged, logged_to=offset, hashes=hashes)
+        assert got == whole, (kind, got, whole)
+        trust_all()
+        files, last = hashes.files, got

@@ -14,14 +14,16 @@ import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import llm_wiki.clock as clock
 import llm_wiki.store as store
 from llm_wiki.access import walls_on
 from llm_wiki.backends import one_line
-from llm_wiki.citations import CitationProblem
 from llm_wiki.wiki import Wiki
+
+if TYPE_CHECKING:  # (citations compiles twenty regexes: the site's inspector needs none)
+    from llm_wiki.citations import CitationProblem
 
 FAILURES_FILE = "synthesis-failures.md"
 

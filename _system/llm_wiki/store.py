@@ -87,6 +87,13 @@ def iter_entry_files(wiki: Wiki, *, stat: bool = True) -> Iterator[tuple[str, in
             yield prefix + name, mtime, size
 
 
+def entry_folders(wiki: Wiki) -> Iterator[tuple[str, str]]:
+    """Every ``entries/YYYY/MM/`` as (its path relative to the root with a slash, its path)."""
+    for year, year_path in _sorted_dirs(wiki.entries_dir):
+        for month, month_path in _sorted_dirs(year_path):
+            yield f"entries/{year}/{month}/", month_path
+
+
 def iter_entry_stats(wiki: Wiki) -> Iterator[tuple[str, os.stat_result]]:
     """Every ``entries/YYYY/MM/*.md`` as (path relative to the root, its full stat), sorted."""
     for year, year_path in _sorted_dirs(wiki.entries_dir):

@@ -112,7 +112,7 @@ class HashCache:
             return old[4]
         with open(path, "rb") as fh:
             data = fh.read()
-        return self.record(rel, st, store.sha256_bytes(data))
+        return self.record(rel, st, store.sha256_bulk(data))
 
     def record(self, rel: str, st: os.stat_result, sha: str) -> str:
         """Remember the sha256 just hashed of the file at ``rel`` (trust is settled later)."""
@@ -370,6 +370,26 @@ def verify(
     log.md; ``hashes`` lets a site build skip files unchanged since its last build (see
     :class:`HashCache`).
     """
+    checked, findings, anchored = _verify(wiki, viewer, lock_held, logged, logged_to, hashes)
+    if not findings and viewer.sees_all:
+        _save_anchor(wiki, anchored)
+    return VerifyResult(checked, tuple(findings))
+
+
+def _verify(
+    wiki: Wiki,
+    viewer: Viewer,
+    lock_held: bool,
+    logged: dict[str, list[str]] | None,
+    logged_to: int,
+    hashes: HashCache | None,
+    only: set[str] | None = None,
+    stats: list[tuple[str, os.stat_result]] | None = None,
+) -> tuple[int, list[Finding], int | None]:
+    """:func:`verify` as (checked, findings in order, how much of the anchor log.md begins
+    with), the anchor not saved. ``only`` (with ``stats``, the entry files whose id is in it,
+    and ``logged`` holding only those ids): the check of those entries alone, archives left
+    out (see :func:`verify_since`)."""
     from llm_wiki.catalog import each_parsed_sha  # deferred: only verify reads it
 
     log = _Log(wiki)
@@ -383,7 +403,7 @@ def verify(
     items, flags, extra, find = log.items, log.flags, log.extra, log.find
     n = len(items)
     at = 0  # a cursor into items: the catalog's rows by id, and the files, come in their order
-    for parsed_id, sha in each_parsed_sha(wiki):  # bytes the catalog parsed: no second parse
+    for parsed_id, sha in each_parsed_sha(wiki, only):  # bytes the catalog parsed: no reparse
         key = parsed_id.encode()
         probe = key + b"\x00"
         i = at if at < n and items[at].startswith(probe) else find(key)
@@ -450,7 +470,7 @@ def verify(
             elif not state & _PARSED and not _parses(data, rel):
                 findings.append(Finding("unreadable", key.decode(), rel, KINDS["unreadable"]))
     else:
-        for rel, st in store.iter_entry_stats(wiki):
+        for rel, st in store.iter_entry_stats(wiki) if stats is None else stats:
             path = root + rel
             key = rel[rel.rindex("/") + 1 : -3].encode()
             probe = key + b"\x00"
@@ -528,7 +548,7 @@ def verify(
                 findings.append(Finding("edited", key.decode(), rel, KINDS["edited"]))
             elif not _parses(data, rel):
                 findings.append(Finding("unreadable", key.decode(), rel, KINDS["unreadable"]))
-    for name in sorted(store.archive_names(wiki)):
+    for name in sorted(store.archive_names(wiki)) if only is None else ():
         for rel, sha, member_scope in _archive_members(wiki, name, hashes):
             if rel is None:  # unreadable from here on
                 if sees_all:
@@ -579,9 +599,114 @@ def verify(
         history, anchored = _history(wiki, None)
         findings += history
     findings.sort(key=lambda f: (f.kind, f.id, f.path))
-    if not findings and sees_all:
+    return checked, findings, anchored
+
+
+# Findings about log.md's history rather than one entry's file: every check makes them again.
+_HISTORY = frozenset({"dropped-line", "rewritten"})
+
+
+def verify_since(
+    wiki: Wiki,
+    viewer: Viewer,
+    last: VerifyResult,
+    *,
+    logged: dict[str, list[str]],
+    logged_to: int,
+    hashes: HashCache,
+    named: set[str],
+) -> VerifyResult | None:
+    """What :func:`verify` would find now, from what it found at the last site build (``last``,
+    with ``hashes`` holding that build's records): only the entries whose file may differ are
+    checked again. Every entry file is still looked at (one stat each), and an entry is checked
+    again when its file's (inode, size, mtime_ns, ctime_ns) is not that of a trusted record (see
+    :class:`HashCache`: any change to a file's bytes sets its ctime), its file came or went, or
+    it is in ``named`` (the ids of log.md's lines since). The others' findings are the last
+    ones; log.md's history is checked whole again. None when it cannot say (a file of an id not
+    in log.md, an archive that changed or holds an entry checked again): the caller runs
+    :func:`verify`."""
+    old, files = hashes.old_files, hashes.files
+    changed = set(named)
+    again: list[tuple[str, os.stat_result]] = []  # the files of the changed ids
+    carried: dict[str, str] = {}  # file name -> the first file of that name kept as it was
+    more: list[str] = []  # the others (an id in two month folders)
+    for prefix, folder in store.entry_folders(wiki):  # (as iter_entry_stats, in no order)
+        with os.scandir(folder) as it:
+            for e in it:
+                name = e.name
+                if name[-3:] != ".md" or name[0] == ".":
+                    continue
+                try:
+                    st = e.stat()
+                except FileNotFoundError:
+                    continue  # gone since the folder was listed
+                rel = prefix + name
+                o = old.get(rel)
+                if (
+                    o is not None
+                    and o[5]
+                    and o[2] == st.st_mtime_ns
+                    and o[3] == st.st_ctime_ns
+                    and o[1] == st.st_size
+                    and o[0] == st.st_ino
+                ):
+                    if name[:-3] not in changed:
+                        files[rel] = o
+                        if name in carried:
+                            more.append(rel)
+                        else:
+                            carried[name] = rel
+                        continue
+                else:
+                    changed.add(name[:-3])
+                again.append((rel, st))
+    gone = sorted(old.keys() - files.keys() - {rel for rel, _ in again})
+    changed.update(rel[rel.rindex("/") + 1 : -3] for rel in gone)
+    extra = changed - named
+    if extra:  # an id changed after a file of it was passed: that file goes again
+        back = [carried[i + ".md"] for i in extra if i + ".md" in carried]
+        back += [rel for rel in more if rel[rel.rindex("/") + 1 : -3] in extra]
+        for rel in back:
+            del files[rel]
+            try:
+                again.append((rel, os.stat(wiki.root / rel)))
+            except OSError:
+                return None
+    again.sort()
+    if any(rel[rel.rindex("/") + 1 : -3] not in logged for rel, _ in again):
+        return None  # an unlogged file: the full check waits for a write in progress
+    names = sorted(store.archive_names(wiki))
+    if set(names) != set(hashes.old_archives):
+        return None
+    for name in names:
+        kept = hashes.old_archives[name]
+        try:
+            st = os.stat(wiki.root / name)
+        except OSError:
+            return None
+        if tuple(kept[0]) != HashCache.key(st):
+            return None
+        if any(m[0] and os.path.basename(m[0])[:-3] in changed for m in kept[1]):
+            return None
+        hashes.archives[name] = kept
+    counted = sum(1 for rel, _ in again if rel in old) + len(gone)
+    counted += sum(1 for f in last.findings if f.kind == "removed" and f.id in changed)
+    checked, found, anchored = _verify(
+        wiki,
+        viewer,
+        False,
+        {i: logged[i] for i in changed if i in logged},
+        logged_to,
+        hashes,
+        only=changed,
+        stats=again,
+    )
+    findings = [f for f in last.findings if f.id not in changed and f.kind not in _HISTORY]
+    findings += found
+    findings.sort(key=lambda f: (f.kind, f.id, f.path))
+    if not findings and viewer.sees_all:
         _save_anchor(wiki, anchored)
-    return VerifyResult(checked, tuple(findings))
+    return VerifyResult(last.checked - counted + checked, tuple(findings))
 
 
 def _archive_members(

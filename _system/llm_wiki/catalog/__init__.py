@@ -18,7 +18,7 @@ import contextlib
 import itertools
 import os
 import sqlite3
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -100,10 +100,11 @@ def parsed_shas(wiki: Wiki) -> dict[str, str]:
     return dict(each_parsed_sha(wiki))
 
 
-def each_parsed_sha(wiki: Wiki) -> Iterator[tuple[str, str]]:
-    """(entry id, sha256) of each file the catalog parsed into a row, streamed in id order, read
-    as it stands (no refresh, no lock); nothing when there is no catalog of this version. verify
-    uses it to skip parsing a file whose bytes are the very bytes the catalog already parsed."""
+def each_parsed_sha(wiki: Wiki, ids: Iterable[str] | None = None) -> Iterator[tuple[str, str]]:
+    """(entry id, sha256) of each file the catalog parsed into a row (of ``ids`` only, if
+    given), streamed in id order, read as it stands (no refresh, no lock); nothing when there is
+    no catalog of this version. verify uses it to skip parsing a file whose bytes are the very
+    bytes the catalog already parsed."""
     path = _catalog_path(wiki)
     if not path.exists():
         return
@@ -116,7 +117,16 @@ def each_parsed_sha(wiki: Wiki) -> Iterator[tuple[str, str]]:
         if not got or got[0] != CATALOG_VERSION:
             return
         db.execute("PRAGMA cache_size=-256")  # one pass over the table: no page is read twice
-        yield from db.execute("SELECT id, sha256 FROM entries ORDER BY id")  # by its index
+        if ids is None:
+            yield from db.execute("SELECT id, sha256 FROM entries ORDER BY id")  # by its index
+        else:
+            wanted = sorted(set(ids))
+            for at in range(0, len(wanted), 500):  # under SQLite's limit of bound parameters
+                part = wanted[at : at + 500]
+                marks = ",".join("?" * len(part))
+                yield from db.execute(
+                    f"SELECT id, sha256 FROM entries WHERE id IN ({marks}) ORDER BY id", part
+                )
     except sqlite3.Error:
         return
     finally:

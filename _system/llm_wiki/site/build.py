@@ -23,11 +23,11 @@ import os
 import pickle
 from collections import Counter
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from dataclasses import astuple, dataclass
+from operator import itemgetter
 from pathlib import Path
 from typing import Any
 
-import jinja2
 from markupsafe import Markup
 
 import llm_wiki.progress as progress
@@ -42,7 +42,7 @@ from llm_wiki.errors import InvalidInput, WikiError
 from llm_wiki.site.obsidian import write_graph_notes
 from llm_wiki.site.text import CITE_RE, render_body, words
 from llm_wiki.site.view import Line, View, digest, raw_sources
-from llm_wiki.verify import HashCache, logged_entries
+from llm_wiki.verify import Finding, HashCache, VerifyResult, logged_entries, verify_since
 from llm_wiki.verify import verify as verify_wiki
 from llm_wiki.version import __version__
 from llm_wiki.wiki import TEMPLATES, Wiki
@@ -56,6 +56,8 @@ BODY_TERMS = 2000  # distinct body words per entry in the search index
 # Entries a subject page (actor, tag) or a domain's history lists before the rest goes on pages of
 # their own (see :func:`chunk`).
 PAGE_ENTRIES = 100
+# What the plan yields in place of the entry pages: the sorted ids (see _Builder.run).
+_ENTRY_PAGES = object()
 # Folders of the wiki that hold its data or its generated views: never a site's --out.
 _WIKI_FOLDERS = ("entries", "raw", "archive", "index", "indexes", "graph", "inbox")
 
@@ -174,11 +176,18 @@ def _build_site(
             rows = catalog.rows(viewer)
             change = None
         else:
-            hashes = HashCache(prev["files"], prev["archives"])
-            result = verify_wiki(
-                wiki, viewer, logged=inputs.logged, logged_to=inputs.offset, hashes=hashes
-            )
+            hashes, result = _verify_since(wiki, viewer, prev, inputs)
             rows, change = _follow(catalog, viewer, prev, inputs, hashes)
+            if _unchanged(prev, inputs, hashes, change, result):
+                return SiteResult(
+                    out=str(target),
+                    reader=viewer.name,
+                    pages=len(prev["deps"]),
+                    written=(),
+                    removed=(),
+                    entries=len(rows),
+                    graph_notes=prev["notes"],
+                )
     view = View(wiki, viewer, rows, lines=inputs.lines)
     if prev is None:
         hashes = HashCache()
@@ -218,6 +227,7 @@ def _build_site(
             "notes": notes,
             "files": hashes.files,
             "archives": hashes.archives,
+            "verify": (result.checked, [astuple(f) for f in result.findings]),
         }
 
     with contextlib.suppress(OSError):  # no state kept: the next build is a full one
@@ -239,6 +249,57 @@ def _build_site(
     )
 
 
+def _unchanged(
+    prev: dict[str, Any], inputs: _Inputs, hashes: HashCache, change: _Change, result: VerifyResult
+) -> bool:
+    """Whether nothing a page or the state holds has changed since the last build: no new line
+    in log.md, no row or key to plan again, every file's record the last build's (a file hashed
+    again because its record was not yet trusted: the same stat and sha256) and the same verify
+    result. Such a build leaves everything as it is (plans nothing, renders nothing, appends
+    nothing: a record not yet trusted stays so, and its file is hashed again next time)."""
+    if inputs.new or change.rows or change.keys or change.domains:
+        return False
+    old, files = hashes.old_files, hashes.files
+    if len(old) != len(files) or hashes.changed or hashes.archives != hashes.old_archives:
+        return False
+    for rel, o in old.items():  # hashed again (a record not yet trusted): the same bytes?
+        got = files.get(rel)
+        if got is not o and (got is None or got[:5] != o[:5]):
+            return False
+    last = prev.get("verify")
+    return last is not None and (result.checked, [astuple(f) for f in result.findings]) == (
+        last[0],
+        list(last[1]),
+    )
+
+
+def _verify_since(
+    wiki: Wiki, viewer: Viewer, prev: dict[str, Any], inputs: _Inputs
+) -> tuple[HashCache, VerifyResult]:
+    """verify's result now, checking again only the entries whose files changed since the last
+    build or that log.md's new lines name (see :func:`llm_wiki.verify.verify_since`); the whole
+    check when that cannot say."""
+    last = prev.get("verify")
+    if last is not None:
+        hashes = HashCache(prev["files"], prev["archives"])
+        named = {line[2] for line in inputs.new or () if line[1] == "write" and line[2]}
+        before = VerifyResult(last[0], tuple(Finding(*f) for f in last[1]))
+        result = verify_since(
+            wiki,
+            viewer,
+            before,
+            logged=inputs.logged,
+            logged_to=inputs.offset,
+            hashes=hashes,
+            named=named,
+        )
+        if result is not None:
+            return hashes, result
+    hashes = HashCache(prev["files"], prev["archives"])
+    result = verify_wiki(wiki, viewer, logged=inputs.logged, logged_to=inputs.offset, hashes=hashes)
+    return hashes, result
+
+
 @dataclass
 class _Inputs:
     """log.md as far as this build reads it, and the stamps of the other inputs."""
@@ -254,8 +315,6 @@ class _Inputs:
 
     @classmethod
     def read(cls, wiki: Wiki, prev: dict[str, Any] | None) -> _Inputs:
-        from llm_wiki.consolidate import logged_skips  # deferred: the nightly job's module
-
         start = 0
         if prev is not None:
             start = prev["log_offset"]
@@ -270,13 +329,15 @@ class _Inputs:
             new.append(line)
             offset = end
         digested = [_shown(digest(line)) for line in new]
+        if new or prev is None:
+            from llm_wiki.consolidate import logged_skips  # deferred: the nightly job's module
         if prev is None:
             logged = logged_entries(new)
             skips = logged_skips(new)
             lines, followed = digested, None
         else:
             logged = logged_entries(new, prev["logged"])
-            skips = logged_skips(new, prev["skips"])
+            skips = logged_skips(new, prev["skips"]) if new else prev["skips"]
             lines, followed = prev["lines"] + digested, new
         return cls(
             lines=lines,
@@ -439,6 +500,19 @@ def _place(tuples: list[tuple[Any, ...]], t: tuple[Any, ...]) -> int:
     return lo
 
 
+def _older(rows: list[Row], key: tuple[str, int, str]) -> int:
+    """How many of ``rows`` (newest first: descending by :func:`_order`) come before ``key``
+    in that order read from the oldest, by bisection (a list of thousands, a few keys)."""
+    lo, hi = 0, len(rows)
+    while lo < hi:
+        mid = (lo + hi) // 2
+        if _order(rows[mid]) < key:
+            hi = mid
+        else:
+            lo = mid + 1
+    return len(rows) - lo
+
+
 def _order(row: Row) -> tuple[str, int, str]:
     """A row's place in the catalog's order read from the oldest (date, superseded first, id)."""
     return (row.date, 0 if row.superseded_by else 1, row.id)
@@ -573,9 +647,12 @@ class _Builder:
     # -- helpers shared by the page contexts
     def file_sha(self, row: Row) -> str:
         """The sha256 of the bytes a page shows of ``row`` (its file as hashed by this build's
-        verify: an edit behind the tool's back changes it; the catalog keeps the logged one)."""
-        got = self.hashes.get(row.path) if not row.archive else None
-        return got[4] if got is not None else row.sha256
+        verify: an edit behind the tool's back changes it; the catalog keeps the logged one).
+        "" for a file verify did not find (its body then says it is missing)."""
+        if row.archive:
+            return row.sha256
+        got = self.hashes.get(row.path)
+        return got[4] if got is not None else ""
 
     def ref(self, row: Row) -> dict[str, Any]:
         """How a page names another entry (one shared dict per entry: never mutated)."""
@@ -600,7 +677,8 @@ class _Builder:
     # -- the plan
     def plan(self) -> Iterator[tuple[Any, ...]]:
         """Every page as (path, template, context function, its arguments, maker, keys): plain
-        tuples, so that a rebuild passes over the 10,000 pages nothing touched cheaply."""
+        tuples, so that a rebuild passes over the 10,000 pages nothing touched cheaply; the entry
+        pages as one (_ENTRY_PAGES, their ids in order)."""
         view = self.view
         every = ("*",)
         yield "index.html", "home.html", self.home, (), None, every
@@ -642,9 +720,7 @@ class _Builder:
                 if j >= moved:
                     force.add(f"{base}/{j}.html")
                 yield f"{base}/{j}.html", "actor.html", self.actor, (name, actors, j), None, ()
-        by_id, entry = view.by_id, self.entry
-        for entry_id in sorted(by_id):
-            yield f"entries/{entry_id}.html", "entry.html", entry, (by_id[entry_id],), None, ()
+        yield _ENTRY_PAGES, sorted(view.by_id)  # entries/<id>.html, in that order (see run)
         for name in sorted(self.raw_cited()):
             yield f"raw/{name[4:]}.html", "raw.html", self.raw, (name,), None, (f"r:{name}",)
         yield "inspector/index.html", "inspector.html", self.inspector, (), None, every
@@ -681,13 +757,11 @@ class _Builder:
         was = [r for r in change.before.values() if member(r, name)]
         if not now and not was:
             return len(rows)
-        order = [_order(r) for r in reversed(rows)]  # oldest first: ascending
         changed = sorted(_order(r) for r in now)
         # entries the list holds now, before the first changed one in either version: the same
         # unchanged entries in the same order in both
         same = min(
-            bisect.bisect_left(order, key) - bisect.bisect_left(changed, key)
-            for key in map(_order, now + was)
+            _older(rows, key) - bisect.bisect_left(changed, key) for key in map(_order, now + was)
         )
         pages = min(chunks(len(rows)), chunks(len(rows) - len(now) + len(was)))
         return max(1, min(same // PAGE_ENTRIES + 1, pages - 1))
@@ -716,14 +790,17 @@ class _Builder:
         shown = progress.current()
         shown.task("site")
         skipped = 0  # pages left alone, counted as done in batches
-        for path, template, function, args, make, keys in self.plan():
-            if following and path in prev_deps and path in old and path not in force:
-                before = prev_deps[path]
-                if dirty.isdisjoint(before):  # nothing it is made from changed
-                    pages[path] = old[path]
-                    self.deps[path] = before
-                    skipped += 1
-                    continue
+        deps = self.deps
+
+        def make_page(
+            path: str,
+            template: str,
+            function: Callable[..., dict[str, Any]],
+            args: tuple[Any, ...],
+            make: Callable[[dict[str, Any]], bytes] | None,
+            keys: tuple[str, ...],
+        ) -> None:
+            nonlocal skipped
             if skipped:
                 shown.done(skipped)
                 skipped = 0
@@ -735,13 +812,37 @@ class _Builder:
             pages[page.path] = fp
             if old.get(page.path) == fp and os.path.isfile(os.path.join(self.out, page.path)):
                 # not rendered: what rendering it would look up was named by its context
-                self.deps[page.path] = self._intern(self._deps)
-                continue
+                deps[page.path] = self._intern(self._deps)
+                return
             self.pause.page()
             data = page.make(context) if page.make else self.render(page, context)
-            self.deps[page.path] = self._intern(self._deps)
+            deps[page.path] = self._intern(self._deps)
             if _write_if_changed(os.path.join(self.out, page.path), data, page.path not in known):
                 written.append(page.path)
+
+        for item in self.plan():
+            if item[0] is _ENTRY_PAGES:  # ten thousand pages: the same test, without the plan's
+                by_id, entry = self.view.by_id, self.entry  # tuple for each one
+                for entry_id in item[1]:
+                    path = f"entries/{entry_id}.html"
+                    if following and path in prev_deps and path in old and path not in force:
+                        before = prev_deps[path]
+                        if dirty.isdisjoint(before):
+                            pages[path] = old[path]
+                            deps[path] = before
+                            skipped += 1
+                            continue
+                    make_page(path, "entry.html", entry, (by_id[entry_id],), None, ())
+                continue
+            path = item[0]
+            if following and path in prev_deps and path in old and path not in force:
+                before = prev_deps[path]
+                if dirty.isdisjoint(before):  # nothing it is made from changed
+                    pages[path] = old[path]
+                    deps[path] = before
+                    skipped += 1
+                    continue
+            make_page(*item)
         if skipped:
             shown.done(skipped)
         removed = []
@@ -789,7 +890,9 @@ class _Builder:
 
     @functools.cached_property
     def env(self) -> Any:
-        env = _environment()  # (its bytecode cache pointed at this wiki once per build)
+        from llm_wiki.site.jinja import environment  # deferred: only a page to render needs it
+
+        env = environment(slug)  # (its bytecode cache pointed at this wiki once per build)
         env.bytecode_cache.use(self.view.wiki.state_dir / state.FOLDER / "templates")
         return env
 
@@ -1047,25 +1150,27 @@ class _Builder:
         months: dict[str, Counter[str]] = {}
         domains: dict[str, dict[str, Any]] = {}
         proposed = []
-        for r in self.view.rows:
+        for r in self.view.rows:  # (each field read once: a state row's are read by index)
+            kind, date, domain = r.type, r.date, r.domain
             status = "superseded" if superseded.get(r.id) else r.status
-            by_type[r.type] += 1
             by_status[status] += 1
-            counts = months.get(r.type)
+            counts = months.get(kind)
             if counts is None:
-                counts = months[r.type] = Counter()
-            counts[r.date[:7]] += 1
-            d = domains.get(r.domain)
+                counts = months[kind] = Counter()
+            counts[date[:7]] += 1
+            d = domains.get(domain)
             if d is None:
-                d = domains[r.domain] = {"name": r.domain, "entries": 0, "current": 0, "latest": ""}
+                d = domains[domain] = {"name": domain, "entries": 0, "current": 0, "latest": ""}
             d["entries"] += 1
-            if r.type == "decision":
+            if kind == "decision":
                 if status == "active":
                     d["current"] += 1
                 elif status == "proposed":
                     proposed.append(r)
-            if r.date > d["latest"]:
-                d["latest"] = r.date
+            if date > d["latest"]:
+                d["latest"] = date
+        for kind, counts in months.items():
+            by_type[kind] = sum(counts.values())
         return {
             "by_type": dict(sorted(by_type.items())),
             "by_status": dict(sorted(by_status.items())),
@@ -1304,8 +1409,13 @@ class _Builder:
         log = view.log
         result = view.verify
         months = {m: len(items) for m, items in self._log_months.items()}
-        lint = [self.log_dict(i) for i in log if i.op == "lint"][-20:]
-        skips = [self.log_dict(i) for i in log if i.op == "consolidate-skip"][-20:]
+        ops = Counter(map(itemgetter(1), log))  # (an op no line has: no pass to find it)
+        lint = [self.log_dict(i) for i in log if i.op == "lint"][-20:] if ops["lint"] else []
+        skips = (
+            [self.log_dict(i) for i in log if i.op == "consolidate-skip"][-20:]
+            if ops["consolidate-skip"]
+            else []
+        )
         archives: dict[str, list[Row]] = self._groups["archive"]
         llm = view.llm
         return {
@@ -1350,7 +1460,7 @@ class _Builder:
             "settings": [list(kv) for kv in view.settings],
             "recent": [self.log_dict(i) for i in log[-30:]][::-1],
             "months": [[m, months[m]] for m in sorted(months, reverse=True)],
-            "ops": [[op, n] for op, n in sorted(Counter(i.op for i in log).items())],
+            "ops": [[op, n] for op, n in sorted(ops.items()) if n],
         }
 
     def log_dict(self, item: Any) -> dict[str, Any]:
@@ -1476,67 +1586,6 @@ class _Builder:
 
 
 # --------------------------------------------------------------------------- small helpers
-
-
-class _TemplateCache(jinja2.FileSystemBytecodeCache):
-    """jinja2's bytecode cache in the wiki's ``.llm-wiki/site-state/templates/`` (each template
-    keyed by its source's checksum): a rebuild after one write renders a dozen pages and would
-    otherwise spend most of its time compiling them. No folder (not writable): no cache."""
-
-    def __init__(self) -> None:
-        super().__init__(directory="")
-
-    def use(self, folder: Path) -> None:
-        try:
-            folder.mkdir(parents=True, exist_ok=True)
-            self.directory = str(folder)
-        except OSError:
-            self.directory = ""
-
-    def load_bytecode(self, bucket: Any) -> None:
-        if self.directory:
-            super().load_bytecode(bucket)
-
-    def dump_bytecode(self, bucket: Any) -> None:
-        if self.directory:
-            with contextlib.suppress(OSError):
-                super().dump_bytecode(bucket)
-
-
-_DICT_ATTRS = frozenset(dir(dict))
-
-
-class _Environment(jinja2.Environment):
-    """jinja2's environment, with ``x.name`` on a context's dicts looked up as ``x["name"]``
-    first: jinja tries the attribute first and pays for an AttributeError on every field of every
-    entry shown. A dict's own attributes (``.items()``, ``.get()``) still win, as in jinja."""
-
-    def getattr(self, obj: Any, attribute: str) -> Any:
-        if type(obj) is dict and attribute not in _DICT_ATTRS:
-            try:
-                return obj[attribute]
-            except KeyError:
-                pass
-        return super().getattr(obj, attribute)
-
-
-@functools.cache
-def _environment() -> Any:
-    """The templates, compiled once per process (compiling costs more than rendering a small
-    site; ``--serve`` and the tests build many), and across processes through the bytecode
-    cache."""
-    env = _Environment(
-        loader=jinja2.FileSystemLoader(str(SITE_TEMPLATES)),
-        bytecode_cache=_TemplateCache(),
-        autoescape=True,
-        undefined=jinja2.StrictUndefined,
-        trim_blocks=True,
-        lstrip_blocks=True,
-        keep_trailing_newline=True,
-        auto_reload=False,
-    )
-    env.globals["slug"] = slug
-    return env
 
 
 def chunks(n: int) -> int:

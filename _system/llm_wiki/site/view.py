@@ -21,9 +21,7 @@ from llm_wiki.access import Viewer, split_scopes
 from llm_wiki.catalog import Row, read_catalog
 from llm_wiki.entries import ID_RE, decode_text, split_frontmatter
 from llm_wiki.errors import InvalidInput, WikiError
-from llm_wiki.failures import failure_records
 from llm_wiki.reads import read_entry, read_entry_bytes
-from llm_wiki.stats import llm_usage
 from llm_wiki.verify import verify as verify_wiki
 from llm_wiki.wiki import Wiki
 
@@ -88,7 +86,7 @@ class View:
     def open_incidents(self) -> frozenset[str]:
         """Incidents not superseded and not named in a non-generated entry's ``resolves`` (the
         briefing's rule), among the visible entries."""
-        resolved = {i for r in self.rows if not r.is_generated for i in r.resolves}
+        resolved = {i for r in self.rows if r.resolves and not r.is_generated for i in r.resolves}
         return frozenset(
             r.id
             for r in self.rows
@@ -146,6 +144,20 @@ class View:
         lines = self.lines if self.lines is not None else all_lines(self.wiki)
         by_id, sees, everything = self.by_id, self.viewer.sees, self.viewer.sees_all
         match, item = ID_RE.match, LogItem
+        if everything:  # the same rule, for a reader who sees every scope: one test a line
+            new = tuple.__new__
+            for line in lines:
+                op, subject = line[1], line[2]
+                if (
+                    (op == "write" or op == "archive")
+                    and subject
+                    and not line[4]
+                    and subject not in by_id
+                    and match(subject)
+                ):
+                    continue  # an entry that is gone, whose line names no scope
+                out.append(new(item, line[:4]))
+            return out
         for time, op, subject, fields, scope in lines:
             if (op == "write" or op == "archive") and subject and match(subject):
                 row = by_id.get(subject)
@@ -161,10 +173,14 @@ class View:
 
     @functools.cached_property
     def llm(self) -> dict[str, Any]:
+        from llm_wiki.stats import llm_usage  # deferred: only the inspector shows it
+
         return llm_usage(self.wiki, self.viewer)
 
     @functools.cached_property
     def failures(self) -> list[Any]:
+        from llm_wiki.failures import failure_records  # deferred: only the inspector shows them
+
         return [r for r in failure_records(self.wiki) if self.viewer.can_read(r.scope)]
 
     @functools.cached_property
