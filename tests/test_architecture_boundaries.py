@@ -81,6 +81,7 @@ LAYERS = {
     "llm_wiki.site.html": 10,
     "llm_wiki.site.pictures": 10,
     "llm_wiki.site.obsidian": 10,
+    "llm_wiki.site.pages": 10,
     "llm_wiki.site.build": 10,
     "llm_wiki.site.serve": 10,
     "llm_wiki.site.state": 10,

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import os
 import struct
 
 import pytest
@@ -174,3 +175,33 @@ def test_the_model_hash_is_remembered_for_the_same_file(tmp_path):
         minilm.load(stamp=stamp)
     stamp.write_text(f"/elsewhere 1 2 {'0' * 64}\n")
     assert minilm.load(stamp=stamp)[1] == fingerprint
+
+
+@needs_extra
+@pytest.mark.skipif(not os.path.exists("/proc/self/status"), reason="reads /proc/self/status")
+def test_index_embeds_on_one_openblas_thread(cli, wiki_path):
+    """`index` loads numpy through the encoder, which sets OPENBLAS_NUM_THREADS=1 first:
+    multi-threaded OpenBLAS busy-waits, and on a shared machine that multiplied CPU time."""
+    import subprocess
+    import sys
+
+    from conftest import subprocess_env
+
+    cli(*write_args("Use Postgres for the ledger", domain="ledger"))
+    code = (
+        "import sys\n"
+        "from llm_wiki.catalog import read_catalog\n"
+        "from llm_wiki.ranking import vectors\n"
+        "from llm_wiki.wiki import Wiki\n"
+        "wiki = Wiki(sys.argv[1])\n"
+        "with read_catalog(wiki) as catalog:\n"
+        "    print(vectors.refresh(wiki, catalog).embedded)\n"
+        "print(open('/proc/self/status').read().split('Threads:')[1].split()[0])\n"
+    )
+    env = subprocess_env()
+    assert "OPENBLAS_NUM_THREADS" not in env
+    out = subprocess.run(
+        [sys.executable, "-c", code, str(wiki_path)], env=env, capture_output=True, text=True
+    )
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.split() == ["1", "1"]  # one entry embedded, one thread in the process

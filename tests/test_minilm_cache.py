@@ -1,5 +1,6 @@
 """The shipped model's weights, dequantised once and then memory-mapped, give the same vectors
-bit for bit; a damaged or foreign weights file is not used."""
+bit for bit; a damaged or foreign weights file is not used. The same for its vocabulary, kept
+as a hash table that a query reads instead of building a 30k-entry dict."""
 
 from __future__ import annotations
 
@@ -39,3 +40,25 @@ def test_mapped_weights_give_the_same_vectors(tmp_path):
     assert not isinstance(third.w["layers"][0]["qkv_w"].base, np.memmap)
     assert third.embed(TEXTS).tobytes() == fresh.embed(TEXTS).tobytes()
     assert cache.stat().st_size > 50_000_000  # rewritten whole
+
+
+def test_the_vocab_table_gives_the_dicts_ids(tmp_path):
+    from llm_wiki.ranking import minilm
+
+    stamp = tmp_path / "model.sha256"
+    vocab = minilm._vocab_text(minilm.VOCAB.read_text(encoding="utf-8"))
+    assert minilm.shipped_vocab(stamp) == vocab  # the first load builds the dict, writes the table
+    table = minilm.shipped_vocab(stamp)
+    assert isinstance(table, minilm.VocabTable)
+    assert all(table.get(token) == i for token, i in vocab.items())
+    for miss in ("", "kafkaesquely", "##qzx", "[cls]", "CAFÉ", "漢字漢字", "\n"):
+        assert table.get(miss) is None and vocab.get(miss) is None
+    with pytest.raises(KeyError):
+        table["kafkaesquely"]
+    dict_tok, table_tok = minilm.WordPiece(vocab), minilm.WordPiece(table)
+    assert [dict_tok.encode(t) for t in TEXTS] == [table_tok.encode(t) for t in TEXTS]
+
+    cache = tmp_path / "model-vocab.table"
+    cache.write_bytes(cache.read_bytes().replace(str(minilm.VOCAB).encode(), b"/elsewhere", 1))
+    assert isinstance(minilm.shipped_vocab(stamp), dict)  # another file's table: not used
+    assert isinstance(minilm.shipped_vocab(stamp), minilm.VocabTable)  # and written again

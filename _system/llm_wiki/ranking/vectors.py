@@ -131,9 +131,11 @@ def _paths(wiki: Wiki, token: str) -> tuple[Path, Path, Path]:
 def catalog_state(catalog: Catalog) -> str:
     """What the catalog holds, cheaply: how many entries, the highest rowid, and where log.md
     stood when the catalog last caught up with it (every write, import and removal moves one of
-    them). Not the files' stat: opening SQLite in WAL mode changes those on every read."""
+    them). Not the files' stat: opening SQLite in WAL mode changes those on every read. The
+    count is the trigger-kept one (``count(*)`` reads every row: 12 ms of a query at 100k)."""
     count, top = catalog.db.execute(
-        "SELECT count(*), coalesce(max(rowid), 0) FROM entries"
+        "SELECT (SELECT coalesce(sum(n), 0) FROM counts), "
+        "(SELECT coalesce(max(rowid), 0) FROM entries)"
     ).fetchone()
     return f"{count}:{top}:{catalog.meta('log_offset')}:{catalog.meta('log_tail')[:16]}"
 
@@ -177,9 +179,9 @@ def refresh(
 ) -> RefreshResult:
     """Bring the vectors in step with the catalog: keep the rows of unchanged entries, embed
     new or changed ones (at most ``limit``), drop the rest. Idempotent; under its own lock."""
+    enc, fingerprint = encoder(wiki)  # first: minilm sets OPENBLAS_NUM_THREADS before numpy loads
     import numpy as np  # deferred: numpy (the extra)
 
-    enc, fingerprint = encoder(wiki)
     with store.locked(wiki, "vectors"):
         meta = _read_meta(wiki)
         state = catalog_state(catalog)
@@ -352,8 +354,9 @@ class Vectors:
         rowids = self.rows["rowid"][allowed]
         sims = np.empty(len(vectors), np.float32)
         # int8 rows to float32 through one small reused buffer (a fresh 12 MB block each time
-        # cost more in page faults than the product); each row's product is the same either way
-        block = 1024
+        # cost more in page faults than the product; 512 rows, 768 KB, stay in cache better
+        # than 1,024); each row's product is the same either way, bit for bit
+        block = 512
         buf = np.empty((min(block, len(vectors)), vectors.shape[1]), np.float32)
         for start in range(0, len(vectors), block):
             n = min(block, len(vectors) - start)
