@@ -81,6 +81,7 @@ LAYERS = {
     "llm_wiki.site.html": 10,
     "llm_wiki.site.pictures": 10,
     "llm_wiki.site.obsidian": 10,
+    "llm_wiki.site.pages": 10,
     "llm_wiki.site.build": 10,
     "llm_wiki.site.serve": 10,
     "llm_wiki.site.state": 10,
@@ -89,9 +90,10 @@ LAYERS = {
     "llm_wiki": 11,  # the package: the front door's names (loaded when first used), __version__
     "llm_wiki.mcp_server": 12,
     "llm_wiki.server": 12,  # llm-wiki serve: the MCP tools over HTTP and the site, per token
-    "llm_wiki.cli": 13,  # a package: the root group and shared options; write, reads, commands, setup
+    "llm_wiki.cli": 13,  # a package: the root group and shared options; write, reads, query, commands, setup
     "llm_wiki.cli.write": 13,
     "llm_wiki.cli.reads": 13,
+    "llm_wiki.cli.query": 13,
     "llm_wiki.cli.commands": 13,
     "llm_wiki.cli.setup": 13,
     "llm_wiki.__main__": 13,

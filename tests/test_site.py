@@ -169,10 +169,10 @@ def test_a_long_list_goes_on_pages_and_a_write_renders_only_the_newest(
     """Subject pages and a domain's history hold PAGE_ENTRIES entries a page: the main page the
     newest, older pages counted from the oldest, so one more entry renders the main page and
     not the older ones; every entry is still on a page the main page links to."""
-    import llm_wiki.site.build as site_build
+    import llm_wiki.site.pages as site_pages
     from conftest import Cli
 
-    monkeypatch.setattr(site_build, "PAGE_ENTRIES", 3)
+    monkeypatch.setattr(site_pages, "PAGE_ENTRIES", 3)
     cli = Cli(example)
     ids = [
         cli.json(

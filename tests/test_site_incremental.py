@@ -192,9 +192,9 @@ def trust_fresh_hashes(monkeypatch):
 def short_pages(monkeypatch):
     """Two entries a list page: the random wikis' subjects and domains then run to several
     pages, and an entry coming, going or changing status moves entries between them."""
-    import llm_wiki.site.build as site_build
+    import llm_wiki.site.pages as site_pages
 
-    monkeypatch.setattr(site_build, "PAGE_ENTRIES", 2)
+    monkeypatch.setattr(site_pages, "PAGE_ENTRIES", 2)
 
 
 @settings(

@@ -38,7 +38,6 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass
 from typing import Any
 
 from llm_wiki.adr.markdown import (
@@ -53,6 +52,7 @@ from llm_wiki.adr.markdown import (
 )
 from llm_wiki.backends import estimate_tokens
 from llm_wiki.entries import PLACEHOLDER_REASON, Entry
+from llm_wiki.records import record
 
 
 class _lazy:  # noqa: N801  (used like re.compile)
@@ -201,7 +201,7 @@ def question_kind(text: str) -> str:
     return "what"
 
 
-@dataclass(frozen=True)
+@record
 class Opened:
     """An entry the answer may quote, with what the catalog knows about it."""
 
@@ -210,7 +210,7 @@ class Opened:
     superseded_by: tuple[str, ...] = ()
 
 
-@dataclass(frozen=True)
+@record
 class Composed:
     text: str
     kind: str
@@ -220,7 +220,7 @@ class Composed:
 # --------------------------------------------------------------------------- reading a record
 
 
-@dataclass(frozen=True)
+@record
 class Sentence:
     """A sentence of a record with where it stands: the headings above it (outermost first),
     the line that opens its list (an item's intro, "Chosen option: X, because"), its role and
@@ -236,7 +236,7 @@ class Sentence:
     lead: bool = True  # the first sentence of its paragraph or list item
 
 
-@dataclass(frozen=True)
+@record
 class Record:
     sentences: tuple[Sentence, ...]
     chosen: str  # the option the decision names ("" when it names none)
@@ -592,7 +592,7 @@ def _alternatives(lead: Opened, stems: Sequence[str]) -> list[tuple[str, str]]:
     return out
 
 
-@dataclass(frozen=True)
+@record
 class _Named:
     item: Opened
     name: str  # the option's name as the record (or the import) gives it

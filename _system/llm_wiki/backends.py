@@ -25,13 +25,13 @@ import os
 import re
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, ClassVar
 
 import llm_wiki.clock as clock
 import llm_wiki.progress as progress
 from llm_wiki.errors import BackendFailed, BackendUnavailable, InvalidInput, WikiError
+from llm_wiki.records import record
 from llm_wiki.wiki import Settings, Wiki
 from llm_wiki.yaml_input import load_yaml
 
@@ -48,7 +48,7 @@ def estimate_tokens(text: str) -> int:
     return -(-len(text.encode("utf-8")) // 3)
 
 
-@dataclass(frozen=True)
+@record
 class Completion:
     text: str
     tokens_in: int
@@ -61,7 +61,7 @@ PROMPT_MARGIN = 32  # tokens kept free for the chat template's own framing of th
 MIN_REPLY = 64  # a call whose prompt leaves less room than this for the reply is not sent
 
 
-@dataclass(frozen=True)
+@record
 class Limits:
     """What one model can take: tokens it reads and writes in one call, and the most it writes.
     ``source``: "settings" (settings.yaml ``models.<model>``) or "default" (the backend's)."""

@@ -139,9 +139,11 @@ class Relation(Frozen):
         object.__setattr__(self, "kind", kind)
 
 
-@dataclass_on_first_use  # a frozen dataclass; list, which builds none, need not compile it
-class Entry:
-    """One entry: its frontmatter fields (in KEY_ORDER) and its markdown body."""
+@dataclass_on_first_use  # dataclasses.replace works on it; list, which builds none, skips that
+class Entry(Frozen):
+    """One entry: its frontmatter fields (in KEY_ORDER) and its markdown body. A frozen record
+    that ``dataclasses.replace`` and ``dataclasses.fields`` take (see
+    :func:`~llm_wiki.records.dataclass_on_first_use`)."""
 
     id: str
     type: str
@@ -164,6 +166,56 @@ class Entry:
     sources: tuple[str, ...] = ()
     extra: tuple[tuple[str, Any], ...] = ()  # other frontmatter keys, sorted
     body: str = ""
+
+    FIELDS = tuple(__annotations__)  # the fields above, in order (no __slots__: the defaults)
+
+    def __init__(
+        self,
+        id: str,
+        type: str,
+        date: str,
+        summary: str,
+        domain: str,
+        status: str = "active",
+        scope: str = "shared",
+        origin: str = "authored",
+        actors: tuple[str, ...] = (),
+        tags: tuple[str, ...] = (),
+        supersedes: tuple[str, ...] = (),
+        resolves: tuple[str, ...] = (),
+        alternatives_considered: tuple[Alternative, ...] = (),
+        date_source: str = "",
+        roles: tuple[tuple[str, tuple[str, ...]], ...] = (),
+        relates: tuple[Relation, ...] = (),
+        aliases: tuple[str, ...] = (),
+        questions: tuple[str, ...] = (),
+        sources: tuple[str, ...] = (),
+        extra: tuple[tuple[str, Any], ...] = (),
+        body: str = "",
+    ) -> None:
+        self.__dict__.update(  # Frozen refuses setattr; a full build makes 100k of these
+            id=id,
+            type=type,
+            date=date,
+            summary=summary,
+            domain=domain,
+            status=status,
+            scope=scope,
+            origin=origin,
+            actors=actors,
+            tags=tags,
+            supersedes=supersedes,
+            resolves=resolves,
+            alternatives_considered=alternatives_considered,
+            date_source=date_source,
+            roles=roles,
+            relates=relates,
+            aliases=aliases,
+            questions=questions,
+            sources=sources,
+            extra=extra,
+            body=body,
+        )
 
     @property
     def is_generated(self) -> bool:

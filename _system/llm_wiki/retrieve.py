@@ -46,7 +46,6 @@ import dataclasses
 import re
 from collections import Counter
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
 from typing import Any
 
 from llm_wiki.access import Viewer, scope_field
@@ -67,6 +66,7 @@ from llm_wiki.ranking import (
     shortlist_lines,
 )
 from llm_wiki.reads import read_entry
+from llm_wiki.records import record
 from llm_wiki.wiki import Wiki
 
 MIN_BUDGET = 1000
@@ -82,7 +82,7 @@ NOTHING_FOUND = "NOTHING FOUND"
 # --------------------------------------------------------------------------- retrieval
 
 
-@dataclass(frozen=True)
+@record
 class Source:
     """An entry shown to the user as opened or cited."""
 
@@ -105,7 +105,7 @@ class Source:
         return data
 
 
-@dataclass(frozen=True)
+@record
 class Retrieval:
     """Steps 1-3 of the flow for one question: what was shown, ranked, picked and opened."""
 
@@ -341,7 +341,7 @@ def _scopes(rows: Iterable[Row]) -> str:
 # --------------------------------------------------------------------------- the answer
 
 
-@dataclass(frozen=True)
+@record
 class Citation:
     id: str
     source: Source | None  # None: not among the opened entries (flagged)
@@ -352,7 +352,7 @@ class Citation:
         return {**self.source.to_dict(), "opened": True}
 
 
-@dataclass(frozen=True)
+@record
 class Answer:
     question: str
     answer: str

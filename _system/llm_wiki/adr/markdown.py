@@ -8,10 +8,11 @@ level or higher.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+
+from llm_wiki.records import record
 
 
-@dataclass(frozen=True)
+@record
 class Section:
     level: int
     title: str

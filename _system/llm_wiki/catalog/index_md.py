@@ -15,6 +15,7 @@ from __future__ import annotations
 import contextlib
 import functools
 import json
+import os
 from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import Any, NamedTuple
@@ -228,14 +229,14 @@ def _drop_months(catalog: Catalog, domain_rel: str, written: list[str]) -> None:
 def stale_index_files(catalog: Catalog, files: Iterable[str]) -> list[str]:
     stale = []
     expected = set(files)
-    candidates = [catalog.wiki.root / "index", catalog.wiki.root / "indexes"]
-    for base in candidates:
-        if not base.is_dir():
-            continue
-        for path in base.rglob("*.md"):
-            rel = path.relative_to(catalog.wiki.root).as_posix()
-            if rel not in expected:
-                stale.append(rel)
+    for top in ("index", "indexes"):
+        # What Path.rglob("*.md") finds (files and folders so named; symlinked folders not
+        # entered), by os.walk: pathlib's objects cost ~30 ms over 100k entries' ~700 files.
+        for folder, dirs, names in os.walk(catalog.wiki.root / top):
+            at = os.path.relpath(folder, catalog.wiki.root).replace(os.sep, "/")
+            for name in (*dirs, *names):
+                if name.endswith(".md") and f"{at}/{name}" not in expected:
+                    stale.append(f"{at}/{name}")
     if walls_on(catalog.wiki) and (catalog.wiki.root / "INDEX.md").exists():
         stale.append("INDEX.md")  # a whole-wiki map would mix scopes
     return sorted(stale)
@@ -605,13 +606,9 @@ def _prune_empty_dirs(*bases: Path) -> None:
     """Remove the folders an index layout no longer uses (``index/`` once walls are on, a
     scope's folder under ``indexes/`` once they are off), deepest first."""
     for base in bases:
-        if not base.is_dir():
-            continue
-        for folder in sorted((p for p in base.rglob("*") if p.is_dir()), reverse=True):
+        for folder, _, _ in os.walk(base, topdown=False):  # each folder after those in it
             with contextlib.suppress(OSError):
-                folder.rmdir()
-        with contextlib.suppress(OSError):
-            base.rmdir()
+                os.rmdir(folder)
 
 
 def _n(count: int, one: str, many: str) -> str:

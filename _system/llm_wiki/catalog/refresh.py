@@ -16,7 +16,6 @@ import time
 from collections.abc import Iterable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any, NamedTuple
 
-import llm_wiki.progress as progress
 import llm_wiki.store as store
 from llm_wiki.catalog.db import CATALOG_VERSION, COLUMNS, Catalog, render_line, row_from_db
 from llm_wiki.catalog.fresh import log_state, tail_at, walls_changed
@@ -26,6 +25,7 @@ from llm_wiki.records import Frozen
 from llm_wiki.wiki import Wiki
 
 if TYPE_CHECKING:
+    import llm_wiki.progress as progress
     from llm_wiki.catalog.index_md import Change
 
 
@@ -546,7 +546,12 @@ def scan(catalog: Catalog, report: progress.Progress | None = None) -> ScanResul
         if p not in loose and p not in held and p not in from_archives
     )
     root = catalog.wiki.root
-    shown = report or progress.SILENT
+    if report is None:
+        import llm_wiki.progress as progress  # deferred: a write never scans
+
+        shown = progress.SILENT
+    else:
+        shown = report
     if report is not None:
         report.task("index: reading entries", total=len(pending))
     parsed = (

@@ -4,10 +4,11 @@ importing click).
 Each command resolves the wiki and reader, calls one Session method, and prints human text or
 ``--json``. This module holds the root group, the options and helpers every command shares, and
 where each command is defined (:data:`COMMANDS`): ``write`` in :mod:`.write`, ``show`` and
-``list`` in :mod:`.reads`, the jobs, skills, agents, mcp, serve and token commands in
-:mod:`.setup`, the rest in :mod:`.commands`, each module imported only when one of its commands
-runs, so ``write``, ``show`` and ``list`` load nothing else. Library modules are
-imported inside the commands (each marked ``# deferred: start-up``) for the same reason.
+``list`` in :mod:`.reads`, ``query`` in :mod:`.query`, the jobs, skills, agents, mcp, serve and
+token commands in :mod:`.setup`, the rest in :mod:`.commands`, each module imported only when one
+of its commands runs, so ``write``, ``show``, ``list`` and ``query`` load nothing else. Library
+modules are imported inside the commands (each marked ``# deferred: start-up``) for the same
+reason.
 """
 
 from __future__ import annotations
@@ -296,7 +297,7 @@ COMMANDS = {  # in the order of the help examples (write before show)
     "archive": "llm_wiki.cli.commands:wiki_archive",
     "sync": "llm_wiki.cli.commands:wiki_sync",
     "lint": "llm_wiki.cli.commands:wiki_lint",
-    "query": "llm_wiki.cli.commands:wiki_query",
+    "query": "llm_wiki.cli.query:wiki_query",
     "import-adr": "llm_wiki.cli.commands:adr_import",
     "eval": "llm_wiki.cli.commands:wiki_eval",
     "ingest": "llm_wiki.cli.commands:wiki_ingest",

@@ -35,7 +35,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Any
 
 import llm_wiki.ranking.lexical as lexical
@@ -55,6 +55,7 @@ from llm_wiki.ranking.question import (
     period_of,
     quote,
 )
+from llm_wiki.records import record
 
 __all__ = [
     "FRAME",
@@ -86,14 +87,14 @@ MIN_LINE_TOKENS = 15  # no index line is shorter; lets a big archive skip summin
 # --------------------------------------------------------------------------- results
 
 
-@dataclass(frozen=True)
+@record
 class Ranked:
     row: Row
     score: float  # fused: higher is better (a pulled-in entry takes the score that brought it)
     via: str = ""  # the entry whose place brought this one in (a replacement or a replaced one)
 
 
-@dataclass(frozen=True)
+@record
 class Evidence:
     """What "nothing found" was decided on. Nothing is found when
 
@@ -151,7 +152,7 @@ class Evidence:
         return self.held < HELD_FLOOR
 
 
-@dataclass(frozen=True)
+@record
 class Ranking:
     question: Question
     items: tuple[Ranked, ...]

@@ -28,8 +28,9 @@ the leading candidates. "The latest…", "the most recent…" decision asks for 
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
 from pathlib import Path
+
+from llm_wiki.records import record
 
 WORD_RE = re.compile(r"[^\W_]+")  # as FTS5's unicode61 tokenizer splits
 
@@ -107,7 +108,7 @@ _MONTH_YEAR_RE = re.compile(
 )
 
 
-@dataclass(frozen=True)
+@record
 class Question:
     text: str
     terms: tuple[str, ...]  # key terms, in order, each once

@@ -32,7 +32,6 @@ import json
 import os
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -41,6 +40,7 @@ from llm_wiki.access import Viewer
 from llm_wiki.catalog import Catalog
 from llm_wiki.errors import InvalidInput
 from llm_wiki.files import atomic_write
+from llm_wiki.records import record
 from llm_wiki.wiki import Wiki
 
 META = "vectors.json"
@@ -49,7 +49,7 @@ QUERY_EMBED_LIMIT = 16  # entries a query embeds itself when the vectors lag; `i
 BATCH = 16
 
 
-@dataclass(frozen=True)
+@record
 class Status:
     """Whether ranking uses vectors for this wiki, and why (for ``stats``)."""
 
@@ -148,7 +148,7 @@ def _read_meta(wiki: Wiki) -> dict[str, Any]:
     return data if isinstance(data, dict) and data.get("format") == FORMAT else {}
 
 
-@dataclass(frozen=True)
+@record
 class RefreshResult:
     rows: int  # entries with a vector
     embedded: int
