@@ -411,3 +411,35 @@ def test_spliced_domain_files_equal_a_render(tmp_path_factory, plan, walls, spli
         assert after == before
     finally:
         index_md._render_domain, index_md.SPLIT_AT = real_render, real_split
+
+
+@pytest.mark.parametrize("walls", [False, True])
+def test_index_sweeps_what_killed_index_writes_left_in_every_index_folder(
+    cli, wiki_path, monkeypatch, walls
+):
+    """A write killed while it replaced an index file leaves its temp file beside it; `index`
+    removes those over an hour old, in each scope's folders under walls as at the root."""
+    from llm_wiki.catalog import index_md
+
+    monkeypatch.setattr(index_md, "SPLIT_AT", 2)
+    as_root = []
+    if walls:
+        (wiki_path / "access.yaml").write_text("readers:\n  root:\n    admin: true\n")
+        as_root = ["--as", "root"]
+    for day in ("2026-01-05", "2026-02-10", "2026-03-01"):
+        monkeypatch.setenv("LLM_WIKI_NOW", day)
+        cli(*write_args(f"Decision of {day}", scope="team"), *as_root)
+    base = wiki_path / "indexes" / "team" if walls else wiki_path
+    assert (base / "index" / "platform" / "2026-03.md").exists()  # indexed by month
+    hour_ago = time.time() - 2 * 3600
+    left = [
+        base / ".INDEX.md.4242.0123456789ab.tmp",
+        base / "index" / ".platform.md.4242.0123456789ab.tmp",
+        base / "index" / "platform" / ".2026-03.md.4242.0123456789ab.tmp",
+    ]
+    for path in left:
+        path.write_text("half an index file\n")
+        os.utime(path, (hour_ago, hour_ago))
+    cli("index", *as_root)
+    assert [p.name for p in left if p.exists()] == []
+    cli("index", "--check", *as_root)

@@ -315,6 +315,47 @@ def test_under_walls_a_site_is_for_one_reader_and_holds_only_their_scopes(cli, w
     assert notes and all(n.startswith("graph/matter-acme/") for n in notes)
 
 
+def test_a_build_killed_half_way_leaves_nothing_for_the_next_reader(
+    cli, wiki_path, tmp_path, monkeypatch
+):
+    """A build killed after writing its pages, before the manifest that lists them (the first
+    build into a folder claims it with an empty one): the next build for another reader, or
+    after the walls narrowed, must still remove them."""
+    from llm_wiki.site import build as site_build
+
+    acme = cli.json(*write_args("Acme ledger decision qzacme", scope="matter-acme"))["id"]
+    cli(*write_args("Beta ledger decision qzbeta", scope="matter-beta"))
+    (wiki_path / "access.yaml").write_text(WALLS)
+    out = tmp_path / "shared-site"
+    real = site_build._Builder._write_manifest
+
+    def killed(self, pages):
+        if pages:
+            raise KeyboardInterrupt  # killed after the pages, before the manifest naming them
+        real(self, pages)
+
+    monkeypatch.setattr(site_build._Builder, "_write_manifest", killed)
+    assert "Aborted" in cli("site", "--as", "alice", "--out", str(out), code=1).stderr
+    assert acme.encode() in b"".join(tree(out).values())
+    monkeypatch.setattr(site_build._Builder, "_write_manifest", real)
+    build(cli, "--as", "bob", "--out", str(out))
+    got = tree(out)
+    blob = b"".join(got.values()) + "".join(got).encode()
+    assert acme.encode() not in blob and b"qzacme" not in blob and b"matter-acme" not in blob
+    assert got == tree(Path(build(cli, "--as", "bob", "--out", str(tmp_path / "fresh"))["out"]))
+    # bob's walls widened, a build killed after its pages (the manifest still bob's narrow
+    # one), the walls narrowed again: the pages of the wider walls go
+    wide = WALLS.replace("scopes: [matter-beta]", "scopes: [matter-beta, matter-acme]")
+    (wiki_path / "access.yaml").write_text(wide)
+    monkeypatch.setattr(site_build._Builder, "_write_manifest", killed)
+    cli("site", "--as", "bob", "--out", str(out), code=1)
+    assert acme.encode() in b"".join(tree(out).values())
+    monkeypatch.setattr(site_build._Builder, "_write_manifest", real)
+    (wiki_path / "access.yaml").write_text(WALLS)
+    build(cli, "--as", "bob", "--out", str(out))
+    assert tree(out) == got
+
+
 def test_obsidian_notes_link_supersession_and_leave_the_index_alone(example):
     from conftest import Cli
 

@@ -235,6 +235,22 @@ def _drop_catalog(wiki: Wiki) -> None:
             os.unlink(str(_catalog_path(wiki)) + suffix)
 
 
+def _index_folders(wiki: Wiki) -> list[Path]:
+    """Every folder an index file is written in: the root, ``index/`` and its month folders,
+    and the same under each scope's ``indexes/<scope>/`` (walls)."""
+    scopes = wiki.root / "indexes"
+    bases = [
+        wiki.root,
+        *(sorted(p for p in scopes.iterdir() if p.is_dir()) if scopes.is_dir() else []),
+    ]
+    out = []
+    for base in bases:
+        index_dir = base / "index"
+        months = sorted(p for p in index_dir.iterdir() if p.is_dir()) if index_dir.is_dir() else []
+        out += [base, index_dir, *months]
+    return out
+
+
 def rebuild_index(wiki: Wiki, *, full: bool = False) -> IndexResult:
     """``llm-wiki index``: scan every file, re-parse what changed, write the index files.
     ``full``: drop the catalog first and parse every file."""
@@ -243,9 +259,7 @@ def rebuild_index(wiki: Wiki, *, full: bool = False) -> IndexResult:
     from llm_wiki.catalog.result import IndexResult  # deferred: as above
 
     with _locked(wiki):
-        index_dir = wiki.root / "index"
-        months = [p for p in index_dir.iterdir() if p.is_dir()] if index_dir.is_dir() else []
-        for folder in (wiki.state_dir / "tmp", wiki.state_dir, wiki.root, index_dir, *months):
+        for folder in (wiki.state_dir / "tmp", wiki.state_dir, *_index_folders(wiki)):
             sweep_temp(folder)  # temp files of writes that were killed
         path = _catalog_path(wiki)
         try:

@@ -57,6 +57,9 @@ from llm_wiki.version import __version__
 from llm_wiki.wiki import Wiki
 
 MANIFEST = ".site-manifest.json"
+# Present while a build changes pages: found at the start, the last build died between its pages
+# and the manifest naming them, so the manifest says nothing of what the files hold.
+BUILDING = ".site-building"
 ASSETS = ("site.css", "site.js", "minisearch.js", "minisearch-LICENSE.txt")
 # What the plan yields in place of the entry pages: the sorted ids (see _Builder.run).
 _ENTRY_PAGES = object()
@@ -167,6 +170,8 @@ def _build_site(
         manifest_bytes = b""
     prev = None
     saved = state.state_path(wiki, target)
+    if (target / BUILDING).exists():
+        full = True  # the last build died half-way: its files, not the manifest, are on disk
     if not full and manifest_bytes:
         prev = state.load(saved, code, reader, hashlib.sha256(manifest_bytes).hexdigest())
     inputs = _Inputs.read(wiki, prev)
@@ -774,6 +779,9 @@ class _Builder(Pages):
         old = manifest.get("pages", {}) if manifest.get("code") == self.code else {}
         if manifest.get("reader") != self.common["reader"]:
             old = {}
+        died = marked = (self.out / BUILDING).exists()
+        if died:  # a page may hold what the build that died wrote (wider walls, say)
+            old = {}
         known = manifest.get("pages", {})
         pages: dict[str, str] = {}
         written: list[str] = []
@@ -802,7 +810,7 @@ class _Builder(Pages):
             make: Callable[[dict[str, Any]], bytes] | None,
             keys: tuple[str, ...],
         ) -> None:
-            nonlocal skipped
+            nonlocal skipped, marked
             if skipped:
                 shown.done(skipped)
                 skipped = 0
@@ -819,6 +827,9 @@ class _Builder(Pages):
             self.pause.page()
             data = page.make(context) if page.make else self.render(page, context)
             deps[page.path] = self._intern(self._deps)
+            if not marked:
+                (self.out / BUILDING).touch()
+                marked = True
             if _write_if_changed(os.path.join(self.out, page.path), data, page.path not in known):
                 written.append(page.path)
 
@@ -848,13 +859,25 @@ class _Builder(Pages):
         if skipped:
             shown.done(skipped)
         removed = []
-        for rel in sorted(set(known) - set(pages)):
+        stale = set(known) - set(pages)
+        if not known or died:  # a build died before its manifest named what it wrote:
+            # those files are on disk, named nowhere, and may be pages of wider walls
+            stale = {
+                p.relative_to(self.out).as_posix()
+                for p in self.out.rglob("*")
+                if p.is_file() and p.name not in (MANIFEST, BUILDING)
+            } - set(pages)
+        if stale and not marked:
+            (self.out / BUILDING).touch()
+        for rel in sorted(stale):
             with contextlib.suppress(FileNotFoundError):
                 (self.out / rel).unlink()
                 removed.append(rel)
         if removed:
             _prune_empty(self.out)
         self._write_manifest(pages)
+        with contextlib.suppress(FileNotFoundError):
+            (self.out / BUILDING).unlink()
         return written, removed, len(pages)
 
     def _intern(self, keys: set[str]) -> tuple[int, ...]:
