@@ -16,7 +16,7 @@ import re
 import subprocess
 from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeGuard
 
 import llm_wiki.store as store
 from llm_wiki.access import Viewer
@@ -98,16 +98,24 @@ class HashCache:
     def key(st: os.stat_result) -> tuple[int, int, int, int]:
         return (st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
 
+    @staticmethod
+    def holds(
+        record: tuple[int, int, int, int, str, bool] | None, st: os.stat_result
+    ) -> TypeGuard[tuple[int, int, int, int, str, bool]]:
+        """Whether ``record`` is trusted and still that of the file ``st`` describes (inode,
+        size, mtime and ctime), so its sha256 stands without reading the file."""
+        return (
+            record is not None
+            and record[5]
+            and record[2] == st.st_mtime_ns
+            and record[3] == st.st_ctime_ns
+            and record[1] == st.st_size
+            and record[0] == st.st_ino
+        )
+
     def sha_of(self, path: str, rel: str, st: os.stat_result) -> str:
         old = self.old_files.get(rel)
-        if (
-            old is not None
-            and old[5]
-            and old[2] == st.st_mtime_ns
-            and old[3] == st.st_ctime_ns
-            and old[1] == st.st_size
-            and old[0] == st.st_ino
-        ):
+        if self.holds(old, st):
             self.files[rel] = old
             return old[4]
         with open(path, "rb") as fh:
@@ -642,14 +650,7 @@ def verify_since(
                     continue  # gone since the folder was listed
                 rel = prefix + name
                 o = old.get(rel)
-                if (
-                    o is not None
-                    and o[5]
-                    and o[2] == st.st_mtime_ns
-                    and o[3] == st.st_ctime_ns
-                    and o[1] == st.st_size
-                    and o[0] == st.st_ino
-                ):
+                if HashCache.holds(o, st):
                     if name[:-3] not in changed:
                         files[rel] = o
                         if name in carried:
