@@ -40,6 +40,7 @@ from pathlib import Path
 from typing import Any
 
 from llm_wiki.catalog import Row
+from llm_wiki.catalog.fresh import tail_at
 from llm_wiki.entries import Alternative
 from llm_wiki.wiki import Wiki
 
@@ -51,7 +52,6 @@ SMALL = (
     "code", "reader", "manifest", "generation", "hard", "soft", "raw", "log_offset", "log_tail",
     "skips", "states", "notes", "archives", "verify",
 )  # fmt: skip
-TAIL_BYTES = 4096
 # log.md operations a build can follow line by line; any other one means a full build.
 FOLLOWED_OPS = frozenset({"write", "lint", "ingest", "consolidate-skip"})
 
@@ -148,14 +148,10 @@ def raw_listing(wiki: Wiki) -> dict[str, int]:
 
 
 def log_tail(wiki: Wiki, offset: int) -> str:
-    """sha256 of log.md's last TAIL_BYTES before ``offset`` (as the catalog checks it)."""
-    if offset <= 0:
-        return ""
+    """The catalog's fingerprint of log.md before ``offset`` (:func:`~llm_wiki.catalog.fresh.tail_at`);
+    "" for a log that cannot be read, so the build starts over rather than fails."""
     try:
-        with open(wiki.log_path, "rb") as fh:
-            start = max(0, offset - TAIL_BYTES)
-            fh.seek(start)
-            return hashlib.sha256(fh.read(offset - start)).hexdigest()
+        return tail_at(wiki, offset)
     except OSError:
         return ""
 
