@@ -702,31 +702,24 @@ class _Builder(Pages):
                     force.add(path)
                 yield path, "history.html", self.history, (domain, j), None, ()
         tags, actors = self.subjects()
-        yield "tags/index.html", "subjects.html", self.subject_list, ("tag", tags), None, every
-        for name in sorted(tags):
-            key, base = (f"t:{name}",), f"tags/{slug(name)}"
-            yield f"{base}.html", "tag.html", self.tag, (name, tags, 0), None, key
-            moved = self.first_moved("t", name, tags[name])
-            for j in range(1, chunks(len(tags[name]))):
-                if j >= moved:
-                    force.add(f"{base}/{j}.html")
-                yield f"{base}/{j}.html", "tag.html", self.tag, (name, tags, j), None, ()
-        yield (
-            "actors/index.html",
-            "subjects.html",
-            self.subject_list,
-            ("actor", actors),
-            None,
-            every,
-        )
-        for name in sorted(actors):
-            key, base = (f"a:{name}",), f"actors/{slug(name)}"
-            yield f"{base}.html", "actor.html", self.actor, (name, actors, 0), None, key
-            moved = self.first_moved("a", name, actors[name])
-            for j in range(1, chunks(len(actors[name]))):
-                if j >= moved:
-                    force.add(f"{base}/{j}.html")
-                yield f"{base}/{j}.html", "actor.html", self.actor, (name, actors, j), None, ()
+        for kind, subjects, make in (("tag", tags, self.tag), ("actor", actors, self.actor)):
+            folder, template, k = f"{kind}s", f"{kind}.html", kind[0]
+            yield (
+                f"{folder}/index.html",
+                "subjects.html",
+                self.subject_list,
+                (kind, subjects),
+                None,
+                every,
+            )
+            for name in sorted(subjects):
+                key, base = (f"{k}:{name}",), f"{folder}/{slug(name)}"
+                yield f"{base}.html", template, make, (name, subjects, 0), None, key
+                moved = self.first_moved(k, name, subjects[name])
+                for j in range(1, chunks(len(subjects[name]))):
+                    if j >= moved:
+                        force.add(f"{base}/{j}.html")
+                    yield f"{base}/{j}.html", template, make, (name, subjects, j), None, ()
         yield _ENTRY_PAGES, sorted(view.by_id)  # entries/<id>.html, in that order (see run)
         for name in sorted(self.raw_cited()):
             yield f"raw/{name[4:]}.html", "raw.html", self.raw, (name,), None, (f"r:{name}",)
