@@ -37,8 +37,8 @@ from llm_wiki.errors import os_failure, storage_failure
 from llm_wiki.files import sweep_temp
 from llm_wiki.wiki import Wiki
 
-if TYPE_CHECKING:
-    from llm_wiki.catalog.refresh import Parsed
+if TYPE_CHECKING:  # names __getattr__ below loads on first use, typed for the checker
+    from llm_wiki.catalog.refresh import Parsed, add_written, record_archived
     from llm_wiki.catalog.result import IndexResult
 
 __all__ = [
