@@ -88,7 +88,8 @@ def test_fields_come_from_the_record(nygard):
         src.rsplit("/", 1)[1][:4]: e for src, e in nygard.items() if "cloud-platform/" in src
     }
     assert by_stem["017-"]["status"] == "proposed"
-    assert by_stem["018-"]["status"] == "rejected"
+    # rejected, and its status sends the reader to 019: replaced by it (see the test below)
+    assert by_stem["018-"]["status"] == "superseded"
     assert by_stem["034-"]["status"] == "proposed"  # "Incomplete"
     assert by_stem["037-"]["status"] == "rejected"
 
@@ -228,6 +229,35 @@ def test_supersession_in_every_place_real_tools_write_it(cli):
         "0045-use-input-flag-always-for-input-files.md",
     )
     assert cape["links"]["supersedes"] == 2
+
+
+def test_a_status_that_sends_the_reader_to_a_later_record_is_a_replacement(cli, tmp_path):
+    """cloud-platform's 018 is "❌ Rejected (see [019](019-Shared-Ingress-Controllers.md))" and
+    012's Status section ends "**May 2021 Update** We're looking to move on from this ADR
+    decision … - see [021-Multi-cluster](…)": each is replaced by the later record it names.
+    The same words naming an earlier record, or only supposing it, make no replacement."""
+    out = imported(cli, MOJ, "--domain", "cloud-platform")
+    ids = {r["file"]: r["id"] for r in out["records"]}
+    supersedes = {r["file"]: r["supersedes"] for r in out["records"]}
+    assert supersedes["019-Shared-Ingress-Controllers.md"] == [
+        ids["018-Dedicated-Ingress-Controllers.md"]
+    ]
+    assert supersedes["021-Multi-cluster.md"] == [ids["012-One-cluster-for-dev-staging-prod.md"]]
+    assert supersedes["036-multi-cluster.md"] == [ids["021-Multi-cluster.md"]]  # as stated
+    entries = by_file(cli, "cloud-platform")
+    assert one(entries, "018-Dedicated-Ingress-Controllers.md")["status"] == "superseded"
+    assert one(entries, "037-serverless.md")["status"] == "rejected"  # "❌ Rejected", no record
+
+    names = ("018-Dedicated-Ingress-Controllers.md", "019-Shared-Ingress-Controllers.md",
+             "012-One-cluster-for-dev-staging-prod.md", "021-Multi-cluster.md")  # fmt: skip
+    folder = copy(MOJ, tmp_path / "earlier", *names)
+    path = folder / "019-Shared-Ingress-Controllers.md"  # now older than the 018 naming it
+    path.write_text(path.read_text().replace("Date: 09/09/2020", "Date: 01/09/2020"))
+    path = folder / "012-One-cluster-for-dev-staging-prod.md"
+    path.write_text(path.read_text().replace("We're looking to move on", "If we move on"))
+    out = imported(cli, folder, "--domain", "earlier")
+    assert all(r["supersedes"] == [] for r in out["records"]), out["records"]
+    assert out["links"].get("supersedes", 0) == 0 and out["links"]["relates-to"] == 1
 
 
 def test_adr_tools_spellings_and_typed_relations_are_kept(cli, tmp_path):

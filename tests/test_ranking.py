@@ -13,6 +13,7 @@ import pytest
 from conftest import CORPORA, Cli
 
 TDR = CORPORA / "nationalarchives__tdr-dev-documentation"
+MOJ = CORPORA / "ministryofjustice__cloud-platform"
 # Ids without their hash: an imported record's sources name the clone's folder (or its origin),
 # so the hash differs from one checkout to the next while date and slug do not.
 COGNITO = "2020-04-01-restricting-user-access-to-s3-objects"  # replaced by CLOUDFRONT
@@ -126,6 +127,59 @@ def test_a_question_about_neither_keeps_relevance_and_still_opens_the_replacemen
     assert got[:2] == [COGNITO, CLOUDFRONT], got  # the record asked about, then what replaced it
     text = tdr("query", question).stdout
     assert re.search(rf"Superseded by {CLOUDFRONT}-[0-9a-f]+\.", text), text
+
+
+@pytest.fixture(scope="module")
+def moj_wiki(tmp_path_factory):
+    """cloud-platform's records, whose replacements are stated only in a status: 018 "Rejected
+    (see 019)", 012's "May 2021 Update: … move on from this ADR decision … see 021"."""
+    from llm_wiki.create import init_wiki
+
+    root = tmp_path_factory.mktemp("moj") / "wiki"
+    init_wiki(root)
+    cli = Cli(root)
+    cli("import-adr", str(MOJ), "--domain", "cloud-platform")
+    if EXTRA:
+        set_embeddings(root, True)
+        cli("index")
+    return root
+
+
+@pytest.fixture(params=MODES)
+def moj(request, moj_wiki):
+    set_embeddings(moj_wiki, request.param == "semantic")
+    return Cli(moj_wiki)
+
+
+def moj_order(cli: Cli, question: str) -> list[str]:
+    """The records ``eval`` ranks for ``question``, by file name."""
+    import json
+
+    import llm_wiki
+
+    path = cli.wiki_path.parent / "one.jsonl"
+    path.write_text(json.dumps({"qid": "q", "question": question, "relevant": ["x"]}) + "\n")
+    wiki = llm_wiki.open(cli.wiki_path)
+    names = {e["id"]: e["sources"][0].rsplit("/", 1)[1][:3] for e in cli.json("list", "--limit", "100")["entries"]}  # fmt: skip
+    return [names[i] for i in wiki.eval(str(path), backend="offline").results[0].ranked]
+
+
+@pytest.mark.parametrize(
+    ("question", "first", "then"),
+    [
+        ("Is each namespace still given a dedicated ingress controller of its own?", "019", "018"),
+        ("Is a single cluster currently hosting production alongside the dev and staging "
+         "environments?", "036", "012"),  # 012 -> 021 (its status note) -> 036 (021's status)
+        ("Originally, what was the plan for giving each namespace its own ingress controller "
+         "and NLB?", "018", "019"),
+        ("Back when we ran one cluster for dev, staging and prod, what was the reasoning?",
+         "012", "021"),
+    ],
+)  # fmt: skip
+def test_a_replacement_stated_only_in_a_status_orders_by_intent(moj, question, first, then):
+    order = moj_order(moj, question)
+    assert first in order and then in order, order
+    assert order.index(first) < order.index(then), order
 
 
 @pytest.mark.parametrize(

@@ -512,9 +512,14 @@ def _current(opened: Sequence[Opened], stems: Sequence[str]) -> list[tuple[str, 
     out = [(f"Current decision: {e.summary} ({e.date}, {current.status})", e.id)]
     out += [(s, e.id) for s in _statement(e)]
     by_id = {o.entry.id: o for o in opened}
+    told: set[str] = set()
     for old in e.supersedes:
         if old in by_id:
             was = by_id[old].entry
+            if was.status in ("rejected", "deprecated"):  # replaced, but never (or no longer) held
+                out.append((f"{was.status.capitalize()} ({was.date}): {was.summary}", was.id))
+                told.add(was.id)
+                continue
             out.append(
                 (f"It replaced, on {e.date}, the decision of {was.date}: {was.summary}", was.id)
             )
@@ -530,10 +535,16 @@ def _current(opened: Sequence[Opened], stems: Sequence[str]) -> list[tuple[str, 
     # then what else it says and why: after what it replaced and what is proposed, which the
     # answer's cap must keep
     out += _outcome(current, stems, 2) + _reasons(current, stems, 1)
+    # a rejected or deprecated record among the first two, or replaced by one of them (written
+    # so: "Rejected (see 019)" makes 019 its replacement, opened right before it)
     for item in opened[:2]:
-        if item.entry.id != e.id and item.status in ("rejected", "deprecated"):
-            other = item.entry
-            out.append((f"{item.status.capitalize()} ({other.date}): {other.summary}", other.id))
+        replaced = [by_id[i] for i in item.entry.supersedes if i in by_id]
+        for one in (item, *replaced):
+            other = one.entry
+            status = one.status if one.status != "superseded" else other.status
+            if other.id not in (e.id, *told) and status in ("rejected", "deprecated"):
+                told.add(other.id)
+                out.append((f"{status.capitalize()} ({other.date}): {other.summary}", other.id))
     return out
 
 

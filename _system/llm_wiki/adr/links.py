@@ -33,7 +33,7 @@ class Statement:
     kind: str  # superseded-by | supersedes | a relation kind | cites
     ref: str  # "file:<target>", "url:<url>" or "num:<n>"
     label: str  # the link's text, or the words naming the record
-    where: str  # frontmatter | title | status | header | text
+    where: str  # frontmatter | title | status | status-note | header | text
 
 
 _SPELL = r"super[sc]ee?d"  # supersed(e), superced(e) (adr-tools), superseed
@@ -230,6 +230,38 @@ def record_statements(
             if ref.startswith("file:") and ref not in named and target.lower().endswith(".md"):
                 cites.append(Statement("cites", ref, label, where))
     return out, refused, cites
+
+
+# "We're looking to move on from this ADR decision … - see [021-Multi-cluster](…)": a note
+# under the status that the decision is being left, naming where to look instead.
+_LEAVING_RE = re.compile(
+    r"\bmov(?:e|ed|ing)\s+(?:on|away)\s+from\s+this\b|\bno\s+longer\s+(?:applies|holds|"
+    r"stands|valid|in\s+(?:use|effect|force))\b|\bthis\s+(?:adr|decision|record)\s+(?:has\s+been|"
+    r"was|is)\s+(?:revisited|overturned|reversed|retired|withdrawn|dropped|abandoned)\b",
+    re.I,
+)
+
+
+def status_notes(paragraphs: Sequence[str], defs: dict[str, str]) -> list[Statement]:
+    """The records named by a note under a record's status (a paragraph of its Status section
+    after the status itself) that says the decision is being left for them ("May 2021 Update:
+    we're looking to move on from this ADR decision … - see 021-Multi-cluster"). Each is a
+    ``relates-to`` at ``status-note``; the importer makes it a replacement when the record it
+    names is later (see ``adr.run``)."""
+    out: list[Statement] = []
+    for para in paragraphs:
+        for sentence in re.split(r"(?<=[.!?])\s+(?=[A-Z*])", " ".join(para.split())):
+            sentence = re.sub(r"^\*\*[^*]+\*\*:?\s*", "", sentence)  # "**May 2021 Update**"
+            leaving = _LEAVING_RE.search(sentence)
+            if not leaving or _HYPOTHETICAL_RE.search(sentence[: leaving.start()]):
+                continue
+            refs, _ = refs_in(sentence, defs)
+            out += [
+                Statement("relates-to", r, label, "status-note")
+                for r, label in refs
+                if _may_be_record(r)
+            ]
+    return out
 
 
 # --------------------------------------------------------------------------- resolving

@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from llm_wiki.adr.links import Statement, record_statements
+from llm_wiki.adr.links import Statement, record_statements, reference_definitions, status_notes
 from llm_wiki.adr.markdown import (
     HEADING_RE,
     drop_comments,
@@ -260,6 +260,9 @@ def parse_record(path: Path, rel: str, text: str) -> Record:
     statements, refused, cites = record_statements(
         body, meta, title_line, "" if where_status == "frontmatter" else status_text, header_end
     )
+    if status_sec is not None and where_status != "frontmatter":
+        notes = [p for p in drop_comments(status_sec.body).split("\n\n") if p.strip()][1:]
+        statements += status_notes(notes, reference_definitions(body))
     roles: list[tuple[str, str]] = []
     for key, role in _ROLE_KEYS.items():
         value = meta.get(key)

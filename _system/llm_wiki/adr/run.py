@@ -32,7 +32,7 @@ from llm_wiki.adr.dates import (
     remote_name,
     work_tree,
 )
-from llm_wiki.adr.links import Resolver
+from llm_wiki.adr.links import Resolver, Statement
 from llm_wiki.adr.markdown import drop_comments, sections
 from llm_wiki.adr.parse import Record, is_index, is_template, parse_record, read_meta, summary_of
 from llm_wiki.catalog import read_catalog
@@ -265,6 +265,9 @@ def _resolve_links(records: list[Record], root: Path, warnings: list[str]) -> Li
                 links.pairs.add((other.rel, record.rel))
             elif stmt.kind.endswith("-by"):
                 links.relations.add((other.rel, RELATION_INVERSE[stmt.kind], record.rel))
+            elif stmt.kind == "relates-to" and _points_to_replacement(stmt, record, other):
+                links.pairs.add((record.rel, other.rel))
+                superseded_by.setdefault(record.rel, []).append(other.rel)
             elif stmt.kind == "relates-to":
                 a, b = sorted((record.rel, other.rel))
                 links.relations.add((a, "relates-to", b))
@@ -312,6 +315,21 @@ def _resolve_links(records: list[Record], root: Path, warnings: list[str]) -> Li
                     "folder; imported as deprecated"
                 )
     return links
+
+
+def _points_to_replacement(stmt: Statement, record: Record, other: Record) -> bool:
+    """A record no longer in force whose status names a later record, with no word for how
+    ("Rejected (see [019](019-Shared-Ingress-Controllers.md))", "Deprecated, see ADR-12",
+    "Superseded (see 0031)"), is replaced by it: the status sends the reader there instead. A
+    status naming an earlier record ("Rejected: ADR-3 already covers it") says no such thing.
+    So is a record whose note under its status says the decision is being left for a later one
+    (:func:`llm_wiki.adr.links.status_notes`)."""
+    ended = stmt.where == "status" and record.status in ("rejected", "deprecated", "superseded")
+    if not ended and stmt.where != "status-note":
+        return False
+    if other.date != record.date:
+        return bool(other.date and record.date) and other.date > record.date
+    return other.number is not None and record.number is not None and other.number > record.number
 
 
 def _looks_like_record(ref: str, record: Record) -> bool:
