@@ -9,7 +9,6 @@ fix for anything wrong; :func:`llm_wiki.schema.check_entry` applies the schema's
 
 from __future__ import annotations
 
-import dataclasses
 import datetime as dt
 import functools
 import re
@@ -967,6 +966,8 @@ def slugify(text: str, limit: int = SLUG_MAX) -> str:
 
 def content_hash(entry: Entry) -> str:
     """sha256 of the entry's canonical text with the id left out."""
+    import dataclasses  # deferred: start-up (list makes no entry)
+
     return sha256_hex(dump_entry(dataclasses.replace(entry, id="")).encode())
 
 

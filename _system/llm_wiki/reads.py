@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import dataclasses
 from typing import TYPE_CHECKING, Any
 
 from llm_wiki.access import Viewer
@@ -131,6 +130,8 @@ def wiki_stats(wiki: Wiki, viewer: Viewer) -> Stats:
     with read_catalog(wiki) as catalog:
         stats = entry_stats(wiki, catalog, viewer)
     from llm_wiki.ranking.vectors import describe  # deferred: only `stats` needs it
+
+    import dataclasses  # deferred: start-up (show and list need none)
 
     llm = {**llm_usage(wiki, viewer), "limits": configured_limits(wiki)}
     return dataclasses.replace(stats, extra={**stats.extra, "llm": llm, "ranking": describe(wiki)})

@@ -27,7 +27,6 @@ frozen dataclasses; their ``to_dict()`` is what ``--json`` prints.
 
 from __future__ import annotations
 
-import dataclasses
 import os
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -243,7 +242,7 @@ class Session:
             backend=chosen,
             file_back=file_back,
         )
-        return dataclasses.replace(answer, backend_source=source)
+        return _replace(answer, backend_source=source)
 
     def eval(
         self,
@@ -260,7 +259,7 @@ class Session:
         viewer = self.viewer
         chosen, source = self._backend(backend, model)
         result = evaluate(self.wiki, viewer, Path(questions), k=k, budget=budget, backend=chosen)
-        return dataclasses.replace(result, backend_source=source)
+        return _replace(result, backend_source=source)
 
     def brief(
         self,
@@ -275,7 +274,7 @@ class Session:
         viewer = self.viewer
         chosen, source = self._backend(backend, model)
         result = brief(self.wiki, viewer, days=days, backend=chosen)
-        return dataclasses.replace(result, backend_source=source)
+        return _replace(result, backend_source=source)
 
     def save_briefings(
         self,
@@ -291,10 +290,10 @@ class Session:
         chosen, source = self._backend(backend, model)
         result = save_briefings(self.wiki, viewer, days=days, backend=chosen)
         saved = tuple(
-            dataclasses.replace(s, briefing=dataclasses.replace(s.briefing, backend_source=source))
+            _replace(s, briefing=_replace(s.briefing, backend_source=source))
             for s in result.saved
         )
-        return dataclasses.replace(result, saved=saved, backend_source=source)
+        return _replace(result, saved=saved, backend_source=source)
 
     def lint(
         self,
@@ -317,7 +316,7 @@ class Session:
 
         with reporting(progress):
             result = lint(self.wiki, viewer, with_llm=True, max_calls=max_calls, backend=chosen)
-        return dataclasses.replace(result, backend_source=source)
+        return _replace(result, backend_source=source)
 
     def site(
         self,
@@ -372,7 +371,7 @@ class Session:
                 shown.item(Path(source).name)
                 result = ingest_file(self.wiki, viewer, Path(source), **options)
             shown.done()
-        return dataclasses.replace(result, backend_source=origin)
+        return _replace(result, backend_source=origin)
 
     def ingest_inbox(
         self,
@@ -406,7 +405,7 @@ class Session:
                 max_calls=max_calls,
                 backend=chosen,
             )
-        return dataclasses.replace(result, backend_source=source)
+        return _replace(result, backend_source=source)
 
     def import_adr(
         self,
@@ -467,7 +466,7 @@ class Session:
                 verify_with_llm=verify_with_llm,
                 backend=chosen,
             )
-        return dataclasses.replace(result, backend_source=source)
+        return _replace(result, backend_source=source)
 
     # ------------------------------------------------------------------ agents
 
@@ -517,7 +516,7 @@ class Session:
                 return result
             with read_catalog(self.wiki) as catalog:
                 refreshed = vectors.refresh(self.wiki, catalog)
-        return dataclasses.replace(result, vectors=refreshed.to_dict())
+        return _replace(result, vectors=refreshed.to_dict())
 
     def archive(
         self,
@@ -568,6 +567,13 @@ class Session:
 
         self._disk("token revoke")
         return revoke_token(self.wiki, who)
+
+
+def _replace(result: Any, **changes: Any) -> Any:
+    """``dataclasses.replace``, its module loaded by the commands that use it (list does not)."""
+    import dataclasses  # deferred: start-up
+
+    return dataclasses.replace(result, **changes)
 
 
 def _alternative(value: Alternative | Mapping[str, str] | str) -> Any:
