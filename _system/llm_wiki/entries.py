@@ -966,9 +966,13 @@ def slugify(text: str, limit: int = SLUG_MAX) -> str:
 
 def content_hash(entry: Entry) -> str:
     """sha256 of the entry's canonical text with the id left out."""
-    import dataclasses  # deferred: start-up (list makes no entry)
+    return sha256_hex(dump_entry(replace_fields(entry, id="")).encode())
 
-    return sha256_hex(dump_entry(dataclasses.replace(entry, id="")).encode())
+
+def replace_fields(entry: Entry, **changes: Any) -> Entry:
+    """``dataclasses.replace(entry, **changes)``, without loading dataclasses (~1.3 ms)."""
+    kind = entry.__class__
+    return kind(**{**{name: getattr(entry, name) for name in kind.FIELDS}, **changes})
 
 
 def sha256_hex(data: bytes) -> str:

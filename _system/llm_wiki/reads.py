@@ -62,7 +62,8 @@ def read_entry_bytes(
         from llm_wiki.archive_file import read_member  # deferred: tarfile + zstandard
 
         return read_member(wiki, archive, rel, at)
-    return (wiki.root / rel).read_bytes()
+    with open(wiki.path(rel), "rb") as fh:
+        return fh.read()
 
 
 def read_entry(wiki: Wiki, row: Row) -> tuple[Entry, str]:

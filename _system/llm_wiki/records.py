@@ -68,37 +68,36 @@ T = TypeVar("T")
 @dataclass_transform(frozen_default=True)
 def dataclass_on_first_use(cls: type[T]) -> type[T]:
     """Let ``dataclasses`` take ``cls``, a :class:`Frozen` record with its defaults as class
-    attributes, once its first instance is made: ``dataclasses.replace``, ``fields`` and
-    ``asdict`` then work on it as on a frozen dataclass.
+    attributes, the first time anything asks dataclasses about it: ``dataclasses.replace``,
+    ``fields``, ``asdict`` and ``is_dataclass`` then work on it as on a frozen dataclass.
 
     For a class callers use ``dataclasses.replace`` on (:class:`~llm_wiki.entries.Entry`) that
-    many commands never instantiate (``list`` builds none). Its methods stay the hand-written
-    ones :class:`Frozen` gives, so the fields are only registered (``dataclass(init=False,
-    repr=False, eq=False)``, no code compiled): ~0.3 ms at the first instance, where a frozen
-    dataclass compiles six methods with ``exec`` (~2 ms for Entry's 21 fields). The class
-    object is the same before and after; class-level introspection
-    (``dataclasses.fields(cls)``) sees a dataclass only once an instance was made, or after
-    :func:`ensure_dataclass`.
+    most commands make without ever asking (``show`` parses one, ``write`` writes one; neither
+    loads dataclasses, ~1.3 ms). Every such question looks up ``__dataclass_fields__`` on the
+    class, which here is a stand-in that registers the class (``dataclass(init=False,
+    repr=False, eq=False)``, no code compiled) and answers with the real fields. Its methods
+    stay the hand-written ones :class:`Frozen` gives. The class object is the same before and
+    after.
     """
-    written = cls.__init__
-
-    def __init__(self: Any, *args: Any, **kwargs: Any) -> None:
-        ensure_dataclass(cls)
-        written(self, *args, **kwargs)
-
-    cls.__init__ = __init__  # type: ignore[assignment,misc]
-    cls.__lazy_init__ = __init__  # type: ignore[attr-defined]
-    cls.__written_init__ = written  # type: ignore[attr-defined]
+    cls.__dataclass_fields__ = _FieldsOnFirstUse()  # type: ignore[attr-defined]
     return cls
+
+
+class _FieldsOnFirstUse:
+    """A class's ``__dataclass_fields__`` until dataclasses is first asked about the class."""
+
+    def __get__(self, obj: Any, cls: type[Any]) -> Any:
+        ensure_dataclass(cls)
+        return cls.__dict__["__dataclass_fields__"]
 
 
 def ensure_dataclass(cls: type[Any]) -> None:
     """Register ``cls`` (decorated with :func:`dataclass_on_first_use`) with dataclasses now."""
-    import dataclasses  # deferred: start-up (loaded with the first such class it makes)
+    import dataclasses  # deferred: start-up (loaded with the first question about the class)
 
     with _MAKING:
-        if cls.__dict__.get("__init__") is cls.__dict__.get("__lazy_init__"):
-            cls.__init__ = cls.__dict__["__written_init__"]
+        if isinstance(cls.__dict__.get("__dataclass_fields__"), _FieldsOnFirstUse):
+            # dataclass() reads the fields of the bases, never the class's own stand-in
             dataclasses.dataclass(init=False, repr=False, eq=False)(cls)
             made = cls.__dataclass_params__
             made.init = made.repr = made.eq = made.frozen = True  # what the class does

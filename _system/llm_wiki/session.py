@@ -29,7 +29,6 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping, Sequence
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from llm_wiki.access import Viewer, disk_viewer, resolve_viewer
@@ -37,6 +36,8 @@ from llm_wiki.entries import Alternative, Entry, draft, parse_alt
 from llm_wiki.wiki import ENV_DIR, Wiki, resolve_wiki
 
 if TYPE_CHECKING:
+    from pathlib import Path
+
     from llm_wiki.adr import ImportResult
     from llm_wiki.agents import InstalledPlugin
     from llm_wiki.archive import ArchiveResult
@@ -75,7 +76,7 @@ class Session:
         self._viewer = viewer
 
     def __repr__(self) -> str:
-        return f"Session({str(self.wiki.root)!r}, reader={self.reader!r})"
+        return f"Session({self.wiki.dir!r}, reader={self.reader!r})"
 
     @property
     def root(self) -> Path:
@@ -258,7 +259,7 @@ class Session:
 
         viewer = self.viewer
         chosen, source = self._backend(backend, model)
-        result = evaluate(self.wiki, viewer, Path(questions), k=k, budget=budget, backend=chosen)
+        result = evaluate(self.wiki, viewer, _path(questions), k=k, budget=budget, backend=chosen)
         return _replace(result, backend_source=source)
 
     def brief(
@@ -368,8 +369,8 @@ class Session:
                 shown.item(name)
                 result = ingest(self.wiki, viewer, source, name=name, **options)
             else:
-                shown.item(Path(source).name)
-                result = ingest_file(self.wiki, viewer, Path(source), **options)
+                shown.item(_path(source).name)
+                result = ingest_file(self.wiki, viewer, _path(source), **options)
             shown.done()
         return _replace(result, backend_source=origin)
 
@@ -397,7 +398,7 @@ class Session:
             result = ingest_inbox(
                 self.wiki,
                 viewer,
-                Path(folder),
+                _path(folder),
                 quiet_minutes=quiet_minutes,
                 kind=kind,
                 scope=scope,
@@ -426,7 +427,7 @@ class Session:
         with reporting(progress):
             return import_adr(
                 self.wiki,
-                Path(folder),
+                _path(folder),
                 viewer=viewer,
                 domain=domain,
                 scope=scope,
@@ -492,7 +493,7 @@ class Session:
 
         if self.reader:
             _ = self.viewer  # an unknown reader fails now, not in the agent's session
-        return install_plugin(self.wiki.root, reader=self.reader, dest=Path(dest) if dest else None)
+        return install_plugin(self.wiki.root, reader=self.reader, dest=_path(dest) if dest else None)
 
     # ------------------------------------------------------------------ the disk, every scope
 
@@ -569,6 +570,12 @@ class Session:
         return revoke_token(self.wiki, who)
 
 
+def _path(path: PathLike) -> Path:
+    from pathlib import Path  # deferred: start-up (write, show and list load no pathlib)
+
+    return Path(path)
+
+
 def _replace(result: Any, **changes: Any) -> Any:
     """``dataclasses.replace``, its module loaded by the commands that use it (list does not)."""
     import dataclasses  # deferred: start-up
@@ -595,9 +602,9 @@ def create_wiki(path: PathLike | None = None) -> InitResult:
     or empty folder; an existing wiki is left as it is. The result says what was created."""
     from llm_wiki.create import init_wiki  # deferred: start-up (templates, the first index)
 
-    return init_wiki(path or os.environ.get(ENV_DIR) or Path.home() / "llm-wiki")
+    return init_wiki(path or os.environ.get(ENV_DIR) or _path(os.path.expanduser("~")) / "llm-wiki")
 
 
 def init(path: PathLike | None = None, *, reader: str | None = None) -> Session:
     """:func:`create_wiki`, then :func:`open` it."""
-    return Session(Wiki(Path(create_wiki(path).root)), reader=reader)
+    return Session(Wiki(_path(create_wiki(path).root)), reader=reader)

@@ -311,7 +311,7 @@ def apply(catalog: Catalog, parsed: Iterable[Parsed], removed: Iterable[str] = (
             if (
                 other
                 and other[0] != item.path
-                and (other[1] or (catalog.wiki.root / other[0]).exists())
+                and (other[1] or os.path.exists(catalog.wiki.path(other[0])))
             ):
                 problem = _duplicate_id(item.path, item.entry.id, other[0])
                 item = item._replace(entry=None, problem=problem)
@@ -337,7 +337,7 @@ def apply(catalog: Catalog, parsed: Iterable[Parsed], removed: Iterable[str] = (
 
 def add_written(catalog: Catalog, entry: Entry, rel: str, sha: str) -> None:
     """Record an entry this process just wrote (lock held) and refresh its index files."""
-    st = (catalog.wiki.root / rel).stat()
+    st = os.stat(catalog.wiki.path(rel))
     parsed = Parsed(rel, sha, st.st_mtime_ns, st.st_size, entry)
     _apply_and_render(catalog, [parsed])
 
@@ -454,8 +454,9 @@ def _follow_log(catalog: Catalog, offset: int) -> None:
                 scan(catalog)
                 return
             try:
-                data = (catalog.wiki.root / rel).read_bytes()
-                st = (catalog.wiki.root / rel).stat()
+                with open(catalog.wiki.path(rel), "rb") as fh:
+                    data = fh.read()
+                    st = os.fstat(fh.fileno())
             except FileNotFoundError:
                 # archived or removed since (lines that came with a git pull): a scan knows
                 scan(catalog)
