@@ -142,9 +142,7 @@ def load_access(wiki: Wiki) -> dict[str, Any] | None:
                 f"{', '.join(sorted(READER_KEYS))}); fix its spelling or remove it."
             )
         if "admin" in spec and not isinstance(spec["admin"], bool):
-            raise InvalidInput(
-                f"{access_path}: admin of reader {name!r} must be true or false."
-            )
+            raise InvalidInput(f"{access_path}: admin of reader {name!r} must be true or false.")
     return data
 
 

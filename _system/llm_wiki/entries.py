@@ -12,8 +12,9 @@ from __future__ import annotations
 import datetime as dt
 import functools
 import re
+from collections import namedtuple
 from collections.abc import Iterator, Mapping, Sequence
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from llm_wiki.errors import InvalidInput
 from llm_wiki.records import Frozen, dataclass_on_first_use
@@ -434,10 +435,15 @@ _ALT_REASON = "  rejected_because: "
 _REL_KIND = "  kind: "
 
 
-class _FastRes(NamedTuple):
-    block: re.Pattern[str]  # a scalar _scalar_text writes plain, in block context
-    flow: re.Pattern[str]  # ... in a flow list
-    plain_list: re.Pattern[str]  # a flow list of plain items only
+if TYPE_CHECKING:
+
+    class _FastRes(NamedTuple):
+        block: re.Pattern[str]  # a scalar _scalar_text writes plain, in block context
+        flow: re.Pattern[str]  # ... in a flow list
+        plain_list: re.Pattern[str]  # a flow list of plain items only
+
+else:  # the same tuple class, made without typing's check of each field (~0.1 ms)
+    _FastRes = namedtuple("_FastRes", ["block", "flow", "plain_list"])
 
 
 @functools.cache

@@ -130,9 +130,9 @@ def wiki_stats(wiki: Wiki, viewer: Viewer) -> Stats:
 
     with read_catalog(wiki) as catalog:
         stats = entry_stats(wiki, catalog, viewer)
-    from llm_wiki.ranking.vectors import describe  # deferred: only `stats` needs it
-
     import dataclasses  # deferred: start-up (show and list need none)
+
+    from llm_wiki.ranking.vectors import describe  # deferred: only `stats` needs it
 
     llm = {**llm_usage(wiki, viewer), "limits": configured_limits(wiki)}
     return dataclasses.replace(stats, extra={**stats.extra, "llm": llm, "ranking": describe(wiki)})

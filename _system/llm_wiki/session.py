@@ -291,8 +291,7 @@ class Session:
         chosen, source = self._backend(backend, model)
         result = save_briefings(self.wiki, viewer, days=days, backend=chosen)
         saved = tuple(
-            _replace(s, briefing=_replace(s.briefing, backend_source=source))
-            for s in result.saved
+            _replace(s, briefing=_replace(s.briefing, backend_source=source)) for s in result.saved
         )
         return _replace(result, saved=saved, backend_source=source)
 
@@ -493,7 +492,9 @@ class Session:
 
         if self.reader:
             _ = self.viewer  # an unknown reader fails now, not in the agent's session
-        return install_plugin(self.wiki.root, reader=self.reader, dest=_path(dest) if dest else None)
+        return install_plugin(
+            self.wiki.root, reader=self.reader, dest=_path(dest) if dest else None
+        )
 
     # ------------------------------------------------------------------ the disk, every scope
 

@@ -14,6 +14,7 @@ import functools
 import json
 import os
 import re
+from collections import namedtuple
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any, NamedTuple
 
@@ -140,8 +141,7 @@ def locked(wiki: Wiki, name: str = "write", *, blocking: bool = True) -> Iterato
         fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
     except OSError as exc:
         raise WikiError(
-            f"cannot write to {wiki.path(STATE_DIR)}: {exc.strerror}; check the wiki's "
-            "permissions."
+            f"cannot write to {wiki.path(STATE_DIR)}: {exc.strerror}; check the wiki's permissions."
         ) from None
     try:
         try:
@@ -159,12 +159,17 @@ def locked(wiki: Wiki, name: str = "write", *, blocking: bool = True) -> Iterato
 # --------------------------------------------------------------------------- log.md
 
 
-class LogLine(NamedTuple):
-    time: str
-    op: str
-    subject: str
-    fields: dict[str, str]
-    raw: str
+if TYPE_CHECKING:
+
+    class LogLine(NamedTuple):
+        time: str
+        op: str
+        subject: str
+        fields: dict[str, str]
+        raw: str
+
+else:  # the same tuple class, made without typing's check of each field (~0.1 ms)
+    LogLine = namedtuple("LogLine", ["time", "op", "subject", "fields", "raw"])
 
 
 _FIELD_RE = re.compile(r'(\w+)=("(?:[^"\\]|\\.)*"|\S+)')

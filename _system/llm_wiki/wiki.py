@@ -39,7 +39,9 @@ def _normal(path: str | os.PathLike[str]) -> str:
     """The folder as ``str(Path(path))`` spells it (no ``.`` parts, no doubled or trailing
     slashes), without loading pathlib."""
     text = os.fspath(path)
-    lead = "//" if text.startswith("//") and not text.startswith("///") else "/" * text.startswith("/")
+    lead = (
+        "//" if text.startswith("//") and not text.startswith("///") else "/" * text.startswith("/")
+    )
     return lead + "/".join(p for p in text.split("/") if p and p != ".") or "."
 
 

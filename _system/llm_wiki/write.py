@@ -75,8 +75,9 @@ class WriteResult(Frozen):
         return data
 
 
-_SOURCE_RAW_RE = re.compile(r"^raw/[0-9a-f]{64}(?:\.[A-Za-z0-9]+)?(?:#L\d+(?:-L\d+)?)?\Z")
-_SOURCE_KIND_RE = re.compile(r"^[a-z][a-z0-9_-]*:\S.*\Z")
+# compiled where used (re's cache): most entries have no sources
+_SOURCE_RAW = r"^raw/[0-9a-f]{64}(?:\.[A-Za-z0-9]+)?(?:#L\d+(?:-L\d+)?)?\Z"
+_SOURCE_KIND = r"^[a-z][a-z0-9_-]*:\S.*\Z"
 
 
 def write_entry(
@@ -206,7 +207,7 @@ def _same_bytes(path: str, data: bytes) -> bool:
 
 def _check_sources_shape(entry: Entry) -> None:
     for source in entry.sources:
-        if ID_RE.match(source) or _SOURCE_RAW_RE.match(source) or _SOURCE_KIND_RE.match(source):
+        if ID_RE.match(source) or re.match(_SOURCE_RAW, source) or re.match(_SOURCE_KIND, source):
             continue
         raise InvalidInput(
             f"source {source!r} is not an entry id, raw/<sha256>.<ext>#L<a>-L<b>, or kind:name "
@@ -260,6 +261,4 @@ def _ensure_writable(wiki: Wiki) -> None:
             )
     log_path = wiki.path("log.md")
     if os.path.exists(log_path) and not os.access(log_path, os.W_OK):
-        raise WikiError(
-            f"cannot append to {log_path}: permission denied; fix its permissions."
-        )
+        raise WikiError(f"cannot append to {log_path}: permission denied; fix its permissions.")

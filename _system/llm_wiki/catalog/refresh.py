@@ -13,6 +13,7 @@ import itertools
 import json
 import os
 import time
+from collections import namedtuple
 from collections.abc import Iterable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any, NamedTuple
 
@@ -32,17 +33,26 @@ if TYPE_CHECKING:
 # --------------------------------------------------------------------------- parsed files
 
 
-class Parsed(NamedTuple):
-    """A file read from disk: its entry, or the reason it could not be read."""
+if TYPE_CHECKING:
 
-    path: str
-    sha256: str
-    mtime_ns: int
-    size: int
-    entry: Entry | None
-    archive: str | None = None
-    problem: str = ""
-    archive_at: str | None = None
+    class Parsed(NamedTuple):
+        """A file read from disk: its entry, or the reason it could not be read."""
+
+        path: str
+        sha256: str
+        mtime_ns: int
+        size: int
+        entry: Entry | None
+        archive: str | None = None
+        problem: str = ""
+        archive_at: str | None = None
+
+else:  # the same tuple class, made without typing's check of each field (~0.1 ms)
+    Parsed = namedtuple(
+        "Parsed",
+        ["path", "sha256", "mtime_ns", "size", "entry", "archive", "problem", "archive_at"],
+        defaults=(None, "", None),
+    )
 
 
 def parse_file(
