@@ -953,11 +953,14 @@ def slugify(text: str, limit: int = SLUG_MAX) -> str:
     a first word longer than ``limit`` is kept whole (ids allow 160 characters), since half a word
     reads as another word.
     """
-    import unicodedata  # deferred: start-up (only a write mints an id)
+    ascii_text = text
+    if not text.isascii():  # ASCII is its own NFKD form: most summaries load no unicodedata
+        import unicodedata  # deferred: start-up (only a write mints an id)
 
-    text = text.translate(_TRANSLIT)
-    ascii_text = unicodedata.normalize("NFKD", text).encode("ascii", "ignore").decode()
-    ascii_text = re.sub(r"(?<=[A-Za-z0-9])['`](?=[A-Za-z])", "", ascii_text)
+        text = text.translate(_TRANSLIT)
+        ascii_text = unicodedata.normalize("NFKD", text).encode("ascii", "ignore").decode()
+    if "'" in ascii_text or "`" in ascii_text:
+        ascii_text = re.sub(r"(?<=[A-Za-z0-9])['`](?=[A-Za-z])", "", ascii_text)
     words = re.findall(r"[a-z0-9]+", ascii_text.lower())
     slug = ""
     for word in words:
