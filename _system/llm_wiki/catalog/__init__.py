@@ -36,10 +36,10 @@ from llm_wiki.errors import os_failure, storage_failure
 from llm_wiki.files import sweep_temp
 from llm_wiki.wiki import STATE_DIR, Wiki
 
-if TYPE_CHECKING:
+if TYPE_CHECKING:  # names __getattr__ below loads on first use, typed for the checker
     from pathlib import Path
 
-    from llm_wiki.catalog.refresh import Parsed
+    from llm_wiki.catalog.refresh import Parsed, add_written, record_archived
     from llm_wiki.catalog.result import IndexResult
 
 __all__ = [
