@@ -329,20 +329,36 @@ _ESCAPES = {
 }
 
 
-@functools.cache
-def _dump_res() -> tuple[re.Pattern[str], re.Pattern[str], re.Pattern[str]]:
-    """_PLAIN, _PLAIN_BLOCK and _ID_PLAIN compiled on first use (only a write dumps)."""
-    return re.compile(_PLAIN), re.compile(_PLAIN_BLOCK), re.compile(_ID_PLAIN)
+# What the three patterns above match, as character sets (a write compiled them: ~0.5 ms).
+_PLAIN_FIRST = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz_(/")
+_PLAIN_REST = frozenset(
+    "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789 _()/.'%+=;!?@$&*^~<>-"
+)
+_PLAIN_BLOCK_REST = _PLAIN_REST | frozenset(",[]{}")
+_ID_TAIL = frozenset("abcdefghijklmnopqrstuvwxyz0123456789-")
+
+
+def _id_plain(value: str) -> bool:
+    """``re.fullmatch(_ID_PLAIN, value)``; ``\\d`` is any Unicode decimal digit, as
+    ``str.isdecimal`` tells (both are category Nd)."""
+    return (
+        len(value) > 11
+        and value[4] == value[7] == value[10] == "-"
+        and value[:4].isdecimal()
+        and value[5:7].isdecimal()
+        and value[8:10].isdecimal()
+        and _ID_TAIL.issuperset(value[11:])
+        and value[-1] != "-"
+    )
 
 
 def _scalar_text(value: str, *, flow: bool = False) -> str:
-    plain, plain_block, id_plain = _dump_res()
-    pattern = plain if flow else plain_block
-    if id_plain.fullmatch(value):
+    if _id_plain(value):
         return value
     if (
         value
-        and pattern.fullmatch(value)
+        and value[0] in _PLAIN_FIRST
+        and (_PLAIN_REST if flow else _PLAIN_BLOCK_REST).issuperset(value)
         and not value.endswith(" ")
         and "  " not in value
         and value.lower() not in _YAML_WORDS

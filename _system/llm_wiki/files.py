@@ -57,11 +57,10 @@ def sweep_temp(folder: PathLike, max_age: float = STALE_TEMP_SECONDS) -> int:
     only older than ``max_age`` seconds, so a write in progress keeps its own. Returns the count."""
     removed = 0
     cutoff = time.time() - max_age
-    temp = re.compile(_TEMP_RE)  # compiled here: only writes and index sweep
     try:
         with os.scandir(folder) as it:
-            for item in it:
-                if not temp.fullmatch(item.name):
+            for item in it:  # (the folder is most often empty: nothing to compile)
+                if not re.fullmatch(_TEMP_RE, item.name):
                     continue
                 with contextlib.suppress(OSError):
                     if item.is_file(follow_symlinks=False) and item.stat().st_mtime < cutoff:
