@@ -413,13 +413,17 @@ def split_frontmatter(text: str) -> tuple[str, str]:
             "no frontmatter: an entry starts with a '---' line, then YAML, then '---'."
         )
     start = text.index("\n") + 1
-    match = _CLOSE_RE.search(text, start - 1)
+    match = _close_re().search(text, start - 1)
     if match is None:
         raise InvalidInput("frontmatter is not closed: add a '---' line after the YAML fields.")
     return text[start : match.start() + 1], text[match.end() :]
 
 
-_CLOSE_RE = re.compile(r"\n---[ \t]*(?:\r?\n|$)")
+@functools.cache
+def _close_re() -> re.Pattern[str]:
+    """The line that closes the frontmatter (compiled when a file is first read: write and list
+    read none)."""
+    return re.compile(r"\n---[ \t]*(?:\r?\n|$)")
 
 
 # --------------------------------------------------------------------------- the fast path

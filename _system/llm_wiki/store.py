@@ -172,8 +172,13 @@ else:  # the same tuple class, made without typing's check of each field (~0.1 m
     LogLine = namedtuple("LogLine", ["time", "op", "subject", "fields", "raw"])
 
 
-_FIELD_RE = re.compile(r'(\w+)=("(?:[^"\\]|\\.)*"|\S+)')
-_LINE_RE = re.compile(r"^(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ) (\S+)(?: (.*))?$")
+@functools.cache
+def _log_res() -> tuple[re.Pattern[str], re.Pattern[str]]:
+    """A log line and its fields, compiled when a line is first read (a write reads none)."""
+    return (
+        re.compile(r"^(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ) (\S+)(?: (.*))?$"),
+        re.compile(r'(\w+)=("(?:[^"\\]|\\.)*"|\S+)'),
+    )
 
 
 def format_log_line(op: str, subject: str = "", **fields: object) -> str:
@@ -189,12 +194,13 @@ def format_log_line(op: str, subject: str = "", **fields: object) -> str:
 
 
 def parse_log_line(line: str) -> LogLine | None:
-    match = _LINE_RE.match(line)
+    line_re, field_re = _log_res()
+    match = line_re.match(line)
     if not match:
         return None
     time, op, rest = match.group(1), match.group(2), match.group(3) or ""
     fields: dict[str, str] = {}
-    for key, value in _FIELD_RE.findall(rest):
+    for key, value in field_re.findall(rest):
         fields[key] = json.loads(value) if value.startswith('"') else value
     head = rest.split(" ", 1)[0] if rest else ""
     subject = head if head and "=" not in head else ""

@@ -71,17 +71,22 @@ class Plain(str):
         text = str(self)
         if self.tag == TAG_BOOL:
             return {"true": True, "false": False}.get(text, text)
-        if self.tag == TAG_INT and _CANON_INT_RE.fullmatch(text) and len(text) <= 100:
+        if self.tag == TAG_INT and _canon_res()[0].fullmatch(text) and len(text) <= 100:
             return int(text)
-        if self.tag == TAG_FLOAT and _CANON_FLOAT_RE.fullmatch(text) and len(text) <= 100:
+        if self.tag == TAG_FLOAT and _canon_res()[1].fullmatch(text) and len(text) <= 100:
             number = float(text)
             if repr(number) == text.lstrip("+"):
                 return number
         return text
 
 
-_CANON_INT_RE = re.compile(r"-?(?:0|[1-9][0-9]*)")
-_CANON_FLOAT_RE = re.compile(r"-?(?:0|[1-9][0-9]*)\.[0-9]+")
+@functools.cache
+def _canon_res() -> tuple[re.Pattern[str], re.Pattern[str]]:
+    """Canonical int and float text, compiled when YAML is first read (write, show and list read
+    their settings from the config cache)."""
+    return re.compile(r"-?(?:0|[1-9][0-9]*)"), re.compile(r"-?(?:0|[1-9][0-9]*)\.[0-9]+")
+
+
 _NO_KEY = object()
 
 
