@@ -89,6 +89,46 @@ def test_help_and_write_stay_light(wiki_path):
     assert loaded_after(["list"], wiki_path) == []
 
 
+STDLIB_PROBE = """
+import sys
+sys.argv = ["llm-wiki", *{args!r}]
+try:
+    from llm_wiki.cli import main  # as the console script runs it
+    main()
+except SystemExit as exc:
+    code = exc.code
+else:
+    code = 0
+import json
+loaded = sorted(m for m in ("pathlib", "dataclasses", "locale") if m in sys.modules)
+print("MODULES=" + json.dumps(loaded), file=sys.stderr)
+sys.exit(code or 0)
+"""
+
+
+def stdlib_loaded_after(args, wiki):
+    proc = subprocess.run(
+        [sys.executable, "-c", STDLIB_PROBE.format(args=list(args))],
+        env=subprocess_env(LLM_WIKI_DIR=str(wiki)),
+        capture_output=True,
+        text=True,
+    )
+    assert proc.returncode == 0, proc.stderr
+    line = [ln for ln in proc.stderr.splitlines() if ln.startswith("MODULES=")][0]
+    return json.loads(line.split("=", 1)[1]), proc.stdout
+
+
+def test_write_show_and_list_load_no_pathlib_dataclasses_or_locale(wiki_path):
+    # ~6 ms of their start-up (DESIGN.md "Rules that keep it easy to change")
+    args = ["write", "--type", "incident", "--domain", "ops", "--summary", "Disk full"]
+    loaded, out = stdlib_loaded_after([*args, "--tag", "disk"], wiki_path)
+    assert loaded == []
+    entry_id = out.split()[1]  # "Recorded <id>"
+    assert stdlib_loaded_after(["show", entry_id], wiki_path)[0] == []
+    assert stdlib_loaded_after(["list"], wiki_path)[0] == []
+    assert stdlib_loaded_after(["list", "--json"], wiki_path)[0] == []
+
+
 NO_FCNTL = """
 import importlib, pkgutil, sys
 sys.modules["fcntl"] = None  # as where there is no fcntl: `import fcntl` raises ImportError

@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterable
-from pathlib import Path
 from typing import Any
 
 from llm_wiki.entries import NAME_RE, decode_text
@@ -102,24 +101,26 @@ def split_scopes(field: str | None) -> list[str]:
 
 def load_access(wiki: Wiki) -> dict[str, Any] | None:
     """The parsed access.yaml, or None in single-user mode."""
+    access_path = wiki.path("access.yaml")
     try:
-        raw = wiki.access_path.read_bytes()
+        with open(access_path, "rb") as fh:
+            raw = fh.read()
     except FileNotFoundError:
         if not walls_on(wiki):
             return None
         raise WikiError(  # a link to a file that is not there: walls are not lifted by it
-            f"cannot read {wiki.access_path}: it links to a missing file; restore it."
+            f"cannot read {access_path}: it links to a missing file; restore it."
         ) from None
     except OSError as exc:  # fail closed: walls that cannot be read are not lifted
         raise WikiError(
-            f"cannot read {wiki.access_path}: {exc.strerror}; fix its permissions."
+            f"cannot read {access_path}: {exc.strerror}; fix its permissions."
         ) from None
-    _check_trusted(wiki.access_path)
-    data = load_yaml(decode_text(raw, str(wiki.access_path)), str(wiki.access_path)) or {}
+    _check_trusted(access_path)
+    data = load_yaml(decode_text(raw, access_path), access_path) or {}
     readers = data.get("readers") if isinstance(data, dict) else None
     if not isinstance(readers, dict):
         raise InvalidInput(
-            f"{wiki.access_path}: expected 'readers:' mapping each reader to its scopes; "
+            f"{access_path}: expected 'readers:' mapping each reader to its scopes; "
             "see the README section on walls."
         )
     # Fail closed on what a typo would make mean something else: an unknown key grants or
@@ -128,7 +129,7 @@ def load_access(wiki: Wiki) -> dict[str, Any] | None:
     unknown = sorted(set(data) - {"readers"})
     if unknown:
         raise InvalidInput(
-            f"{wiki.access_path}: unknown key {unknown[0]!r} at the top; access.yaml holds only "
+            f"{access_path}: unknown key {unknown[0]!r} at the top; access.yaml holds only "
             "'readers:'. Remove it or fix its spelling."
         )
     for name, spec in readers.items():
@@ -137,20 +138,18 @@ def load_access(wiki: Wiki) -> dict[str, Any] | None:
         extra = sorted(set(spec) - READER_KEYS)
         if extra:
             raise InvalidInput(
-                f"{wiki.access_path}: reader {name!r} has unknown key {extra[0]!r} (known: "
+                f"{access_path}: reader {name!r} has unknown key {extra[0]!r} (known: "
                 f"{', '.join(sorted(READER_KEYS))}); fix its spelling or remove it."
             )
         if "admin" in spec and not isinstance(spec["admin"], bool):
-            raise InvalidInput(
-                f"{wiki.access_path}: admin of reader {name!r} must be true or false."
-            )
+            raise InvalidInput(f"{access_path}: admin of reader {name!r} must be true or false.")
     return data
 
 
 READER_KEYS = frozenset({"scopes", "read_only", "admin"})
 
 
-def _check_trusted(path: Path) -> None:
+def _check_trusted(path: str) -> None:
     """Refuse an access.yaml that someone other than its owner could have written: walls that
     anyone may edit are no walls."""
     st = os.stat(path)
@@ -215,7 +214,7 @@ def _scopes(value: Any, name: str) -> list[str]:
 
 def walls_on(wiki: Wiki) -> bool:
     # lexists: a link whose target is missing still means walls (fail closed)
-    return os.path.lexists(wiki.access_path)
+    return os.path.lexists(wiki.path("access.yaml"))
 
 
 def require_write(viewer: Viewer, scope: str) -> None:

@@ -12,9 +12,10 @@ import contextlib
 import os
 import re
 import time
-from pathlib import Path
 
 from llm_wiki.errors import WikiError
+
+PathLike = str | os.PathLike[str]
 
 CRASH_ENV = "LLM_WIKI_CRASH_AT"  # test hook: SIGKILL this process at a named step
 
@@ -27,7 +28,7 @@ def crashpoint(step: str) -> None:
         os.kill(os.getpid(), signal.SIGKILL)
 
 
-def fsync_dir(path: Path) -> None:
+def fsync_dir(path: PathLike) -> None:
     fd = os.open(path, os.O_RDONLY)
     try:
         os.fsync(fd)
@@ -35,7 +36,7 @@ def fsync_dir(path: Path) -> None:
         os.close(fd)
 
 
-def _mkstemp(folder: Path | str, prefix: str) -> tuple[int, str]:
+def _mkstemp(folder: PathLike, prefix: str) -> tuple[int, str]:
     """A new, exclusively created temp file in ``folder`` (tempfile costs 3 ms to import)."""
     for _ in range(100):
         name = os.path.join(folder, f"{prefix}{os.getpid()}.{os.urandom(6).hex()}.tmp")
@@ -51,16 +52,15 @@ _TEMP_RE = r"(?:entry\.|\.[^/]+\.)\d+\.[0-9a-f]{12}\.tmp\Z"
 STALE_TEMP_SECONDS = 3600  # a write takes milliseconds; an hour-old temp file is a killed one's
 
 
-def sweep_temp(folder: Path | str, max_age: float = STALE_TEMP_SECONDS) -> int:
+def sweep_temp(folder: PathLike, max_age: float = STALE_TEMP_SECONDS) -> int:
     """Remove temp files a killed write left in ``folder``: only names this module makes, and
     only older than ``max_age`` seconds, so a write in progress keeps its own. Returns the count."""
     removed = 0
     cutoff = time.time() - max_age
-    temp = re.compile(_TEMP_RE)  # compiled here: only writes and index sweep
     try:
         with os.scandir(folder) as it:
-            for item in it:
-                if not temp.fullmatch(item.name):
+            for item in it:  # (the folder is most often empty: nothing to compile)
+                if not re.fullmatch(_TEMP_RE, item.name):
                     continue
                 with contextlib.suppress(OSError):
                     if item.is_file(follow_symlinks=False) and item.stat().st_mtime < cutoff:
@@ -71,12 +71,14 @@ def sweep_temp(folder: Path | str, max_age: float = STALE_TEMP_SECONDS) -> int:
     return removed
 
 
-def atomic_write(path: Path, data: bytes | bytearray | str, mode: int = 0o644) -> None:
+def atomic_write(path: PathLike, data: bytes | bytearray | str, mode: int = 0o644) -> None:
     """Replace ``path`` with ``data`` all at once: temp file, fsync, rename."""
     if isinstance(data, str):
         data = data.encode()
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = _mkstemp(path.parent, f".{path.name}.")
+    folder, name = os.path.split(os.fspath(path))
+    folder = folder or "."
+    os.makedirs(folder, exist_ok=True)
+    fd, tmp = _mkstemp(folder, f".{name}.")
     try:
         with os.fdopen(fd, "wb") as fh:
             fh.write(data)
@@ -88,17 +90,18 @@ def atomic_write(path: Path, data: bytes | bytearray | str, mode: int = 0o644) -
         with contextlib.suppress(FileNotFoundError):
             os.unlink(tmp)
         raise
-    fsync_dir(path.parent)
+    fsync_dir(folder)
 
 
-def create_no_clobber(path: Path, data: bytes, tmp_dir: Path) -> bool:
+def create_no_clobber(path: PathLike, data: bytes, tmp_dir: PathLike) -> bool:
     """Create ``path`` holding ``data`` (mode 0444) unless it exists. True if created.
 
     The bytes are written and fsynced under a temp name first, then hard-linked into place: a
     reader never sees a half-written file and an existing file is never replaced.
     """
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp_dir.mkdir(parents=True, exist_ok=True)
+    folder = os.path.dirname(os.fspath(path)) or "."
+    os.makedirs(folder, exist_ok=True)
+    os.makedirs(tmp_dir, exist_ok=True)
     fd, tmp = _mkstemp(tmp_dir, "entry.")
     try:
         with os.fdopen(fd, "wb") as fh:
@@ -111,7 +114,7 @@ def create_no_clobber(path: Path, data: bytes, tmp_dir: Path) -> bool:
             os.link(tmp, path)
         except FileExistsError:
             return False
-        fsync_dir(path.parent)
+        fsync_dir(folder)
         crashpoint("after-link")
         return True
     finally:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import dataclasses
 from typing import TYPE_CHECKING, Any
 
 from llm_wiki.access import Viewer
@@ -63,7 +62,8 @@ def read_entry_bytes(
         from llm_wiki.archive_file import read_member  # deferred: tarfile + zstandard
 
         return read_member(wiki, archive, rel, at)
-    return (wiki.root / rel).read_bytes()
+    with open(wiki.path(rel), "rb") as fh:
+        return fh.read()
 
 
 def read_entry(wiki: Wiki, row: Row) -> tuple[Entry, str]:
@@ -130,6 +130,8 @@ def wiki_stats(wiki: Wiki, viewer: Viewer) -> Stats:
 
     with read_catalog(wiki) as catalog:
         stats = entry_stats(wiki, catalog, viewer)
+    import dataclasses  # deferred: start-up (show and list need none)
+
     from llm_wiki.ranking.vectors import describe  # deferred: only `stats` needs it
 
     llm = {**llm_usage(wiki, viewer), "limits": configured_limits(wiki)}

@@ -15,11 +15,18 @@ from __future__ import annotations
 import reprlib
 import threading
 from collections.abc import Callable
-from dataclasses import FrozenInstanceError
 from operator import attrgetter
 from typing import Any, ClassVar, TypeVar, dataclass_transform
 
 _MAKING = threading.Lock()  # two threads making the first instance at once
+
+
+def _refused(what: str, name: str) -> Exception:
+    """dataclasses' ``FrozenInstanceError``, imported when one is raised: ``list`` loads no
+    dataclass machinery at all (~1.3 ms)."""
+    from dataclasses import FrozenInstanceError  # deferred: start-up (only a refusal needs it)
+
+    return FrozenInstanceError(f"cannot {what} field {name!r}")
 
 
 class Frozen:
@@ -34,10 +41,10 @@ class Frozen:
         cls._key = staticmethod((lambda obj: (get(obj),)) if one else get)  # always a tuple
 
     def __setattr__(self, name: str, value: Any) -> None:
-        raise FrozenInstanceError(f"cannot assign to field {name!r}")
+        raise _refused("assign to", name)
 
     def __delattr__(self, name: str) -> None:
-        raise FrozenInstanceError(f"cannot delete field {name!r}")
+        raise _refused("delete", name)
 
     def __eq__(self, other: object) -> bool:
         if other.__class__ is self.__class__:
@@ -61,37 +68,36 @@ T = TypeVar("T")
 @dataclass_transform(frozen_default=True)
 def dataclass_on_first_use(cls: type[T]) -> type[T]:
     """Let ``dataclasses`` take ``cls``, a :class:`Frozen` record with its defaults as class
-    attributes, once its first instance is made: ``dataclasses.replace``, ``fields`` and
-    ``asdict`` then work on it as on a frozen dataclass.
+    attributes, the first time anything asks dataclasses about it: ``dataclasses.replace``,
+    ``fields``, ``asdict`` and ``is_dataclass`` then work on it as on a frozen dataclass.
 
     For a class callers use ``dataclasses.replace`` on (:class:`~llm_wiki.entries.Entry`) that
-    many commands never instantiate (``list`` builds none). Its methods stay the hand-written
-    ones :class:`Frozen` gives, so the fields are only registered (``dataclass(init=False,
-    repr=False, eq=False)``, no code compiled): ~0.3 ms at the first instance, where a frozen
-    dataclass compiles six methods with ``exec`` (~2 ms for Entry's 21 fields). The class
-    object is the same before and after; class-level introspection
-    (``dataclasses.fields(cls)``) sees a dataclass only once an instance was made, or after
-    :func:`ensure_dataclass`.
+    most commands make without ever asking (``show`` parses one, ``write`` writes one; neither
+    loads dataclasses, ~1.3 ms). Every such question looks up ``__dataclass_fields__`` on the
+    class, which here is a stand-in that registers the class (``dataclass(init=False,
+    repr=False, eq=False)``, no code compiled) and answers with the real fields. Its methods
+    stay the hand-written ones :class:`Frozen` gives. The class object is the same before and
+    after.
     """
-    written = cls.__init__
-
-    def __init__(self: Any, *args: Any, **kwargs: Any) -> None:
-        ensure_dataclass(cls)
-        written(self, *args, **kwargs)
-
-    cls.__init__ = __init__  # type: ignore[assignment,misc]
-    cls.__lazy_init__ = __init__  # type: ignore[attr-defined]
-    cls.__written_init__ = written  # type: ignore[attr-defined]
+    cls.__dataclass_fields__ = _FieldsOnFirstUse()  # type: ignore[attr-defined]
     return cls
+
+
+class _FieldsOnFirstUse:
+    """A class's ``__dataclass_fields__`` until dataclasses is first asked about the class."""
+
+    def __get__(self, obj: Any, cls: type[Any]) -> Any:
+        ensure_dataclass(cls)
+        return cls.__dict__["__dataclass_fields__"]
 
 
 def ensure_dataclass(cls: type[Any]) -> None:
     """Register ``cls`` (decorated with :func:`dataclass_on_first_use`) with dataclasses now."""
-    import dataclasses  # deferred: start-up (loaded with the first such class it makes)
+    import dataclasses  # deferred: start-up (loaded with the first question about the class)
 
     with _MAKING:
-        if cls.__dict__.get("__init__") is cls.__dict__.get("__lazy_init__"):
-            cls.__init__ = cls.__dict__["__written_init__"]
+        if isinstance(cls.__dict__.get("__dataclass_fields__"), _FieldsOnFirstUse):
+            # dataclass() reads the fields of the bases, never the class's own stand-in
             dataclasses.dataclass(init=False, repr=False, eq=False)(cls)
             made = cls.__dataclass_params__
             made.init = made.repr = made.eq = made.frozen = True  # what the class does
@@ -231,12 +237,12 @@ def record(cls: type[T]) -> type[T]:
 
     def __setattr__(self: Any, name: str, value: Any) -> None:
         if type(self) is cls or name in known:
-            raise FrozenInstanceError(f"cannot assign to field {name!r}")
+            raise _refused("assign to", name)
         super(cls, self).__setattr__(name, value)  # type: ignore[arg-type]
 
     def __delattr__(self: Any, name: str) -> None:
         if type(self) is cls or name in known:
-            raise FrozenInstanceError(f"cannot delete field {name!r}")
+            raise _refused("delete", name)
         super(cls, self).__delattr__(name)  # type: ignore[arg-type]
 
     # As dataclass does: methods the class defines are kept; its own __hash__ only if it is

@@ -27,10 +27,8 @@ frozen dataclasses; their ``to_dict()`` is what ``--json`` prints.
 
 from __future__ import annotations
 
-import dataclasses
 import os
 from collections.abc import Mapping, Sequence
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from llm_wiki.access import Viewer, disk_viewer, resolve_viewer
@@ -38,6 +36,8 @@ from llm_wiki.entries import Alternative, Entry, draft, parse_alt
 from llm_wiki.wiki import ENV_DIR, Wiki, resolve_wiki
 
 if TYPE_CHECKING:
+    from pathlib import Path
+
     from llm_wiki.adr import ImportResult
     from llm_wiki.agents import InstalledPlugin
     from llm_wiki.archive import ArchiveResult
@@ -76,7 +76,7 @@ class Session:
         self._viewer = viewer
 
     def __repr__(self) -> str:
-        return f"Session({str(self.wiki.root)!r}, reader={self.reader!r})"
+        return f"Session({self.wiki.dir!r}, reader={self.reader!r})"
 
     @property
     def root(self) -> Path:
@@ -243,7 +243,7 @@ class Session:
             backend=chosen,
             file_back=file_back,
         )
-        return dataclasses.replace(answer, backend_source=source)
+        return _replace(answer, backend_source=source)
 
     def eval(
         self,
@@ -259,8 +259,8 @@ class Session:
 
         viewer = self.viewer
         chosen, source = self._backend(backend, model)
-        result = evaluate(self.wiki, viewer, Path(questions), k=k, budget=budget, backend=chosen)
-        return dataclasses.replace(result, backend_source=source)
+        result = evaluate(self.wiki, viewer, _path(questions), k=k, budget=budget, backend=chosen)
+        return _replace(result, backend_source=source)
 
     def brief(
         self,
@@ -275,7 +275,7 @@ class Session:
         viewer = self.viewer
         chosen, source = self._backend(backend, model)
         result = brief(self.wiki, viewer, days=days, backend=chosen)
-        return dataclasses.replace(result, backend_source=source)
+        return _replace(result, backend_source=source)
 
     def save_briefings(
         self,
@@ -291,10 +291,9 @@ class Session:
         chosen, source = self._backend(backend, model)
         result = save_briefings(self.wiki, viewer, days=days, backend=chosen)
         saved = tuple(
-            dataclasses.replace(s, briefing=dataclasses.replace(s.briefing, backend_source=source))
-            for s in result.saved
+            _replace(s, briefing=_replace(s.briefing, backend_source=source)) for s in result.saved
         )
-        return dataclasses.replace(result, saved=saved, backend_source=source)
+        return _replace(result, saved=saved, backend_source=source)
 
     def lint(
         self,
@@ -317,7 +316,7 @@ class Session:
 
         with reporting(progress):
             result = lint(self.wiki, viewer, with_llm=True, max_calls=max_calls, backend=chosen)
-        return dataclasses.replace(result, backend_source=source)
+        return _replace(result, backend_source=source)
 
     def site(
         self,
@@ -369,10 +368,10 @@ class Session:
                 shown.item(name)
                 result = ingest(self.wiki, viewer, source, name=name, **options)
             else:
-                shown.item(Path(source).name)
-                result = ingest_file(self.wiki, viewer, Path(source), **options)
+                shown.item(_path(source).name)
+                result = ingest_file(self.wiki, viewer, _path(source), **options)
             shown.done()
-        return dataclasses.replace(result, backend_source=origin)
+        return _replace(result, backend_source=origin)
 
     def ingest_inbox(
         self,
@@ -398,7 +397,7 @@ class Session:
             result = ingest_inbox(
                 self.wiki,
                 viewer,
-                Path(folder),
+                _path(folder),
                 quiet_minutes=quiet_minutes,
                 kind=kind,
                 scope=scope,
@@ -406,7 +405,7 @@ class Session:
                 max_calls=max_calls,
                 backend=chosen,
             )
-        return dataclasses.replace(result, backend_source=source)
+        return _replace(result, backend_source=source)
 
     def import_adr(
         self,
@@ -427,7 +426,7 @@ class Session:
         with reporting(progress):
             return import_adr(
                 self.wiki,
-                Path(folder),
+                _path(folder),
                 viewer=viewer,
                 domain=domain,
                 scope=scope,
@@ -467,7 +466,7 @@ class Session:
                 verify_with_llm=verify_with_llm,
                 backend=chosen,
             )
-        return dataclasses.replace(result, backend_source=source)
+        return _replace(result, backend_source=source)
 
     # ------------------------------------------------------------------ agents
 
@@ -493,7 +492,9 @@ class Session:
 
         if self.reader:
             _ = self.viewer  # an unknown reader fails now, not in the agent's session
-        return install_plugin(self.wiki.root, reader=self.reader, dest=Path(dest) if dest else None)
+        return install_plugin(
+            self.wiki.root, reader=self.reader, dest=_path(dest) if dest else None
+        )
 
     # ------------------------------------------------------------------ the disk, every scope
 
@@ -517,7 +518,7 @@ class Session:
                 return result
             with read_catalog(self.wiki) as catalog:
                 refreshed = vectors.refresh(self.wiki, catalog)
-        return dataclasses.replace(result, vectors=refreshed.to_dict())
+        return _replace(result, vectors=refreshed.to_dict())
 
     def archive(
         self,
@@ -570,6 +571,19 @@ class Session:
         return revoke_token(self.wiki, who)
 
 
+def _path(path: PathLike) -> Path:
+    from pathlib import Path  # deferred: start-up (write, show and list load no pathlib)
+
+    return Path(path)
+
+
+def _replace(result: Any, **changes: Any) -> Any:
+    """``dataclasses.replace``, its module loaded by the commands that use it (list does not)."""
+    import dataclasses  # deferred: start-up
+
+    return dataclasses.replace(result, **changes)
+
+
 def _alternative(value: Alternative | Mapping[str, str] | str) -> Any:
     if isinstance(value, str):
         value = parse_alt(value)
@@ -589,9 +603,9 @@ def create_wiki(path: PathLike | None = None) -> InitResult:
     or empty folder; an existing wiki is left as it is. The result says what was created."""
     from llm_wiki.create import init_wiki  # deferred: start-up (templates, the first index)
 
-    return init_wiki(path or os.environ.get(ENV_DIR) or Path.home() / "llm-wiki")
+    return init_wiki(path or os.environ.get(ENV_DIR) or _path(os.path.expanduser("~")) / "llm-wiki")
 
 
 def init(path: PathLike | None = None, *, reader: str | None = None) -> Session:
     """:func:`create_wiki`, then :func:`open` it."""
-    return Session(Wiki(Path(create_wiki(path).root)), reader=reader)
+    return Session(Wiki(_path(create_wiki(path).root)), reader=reader)

@@ -10,10 +10,8 @@ gets the existing id back; a write that died before its log line is finished by 
 from __future__ import annotations
 
 import contextlib
-import dataclasses
 import os
 import re
-from pathlib import Path
 
 import llm_wiki.clock as clock
 import llm_wiki.store as store
@@ -26,12 +24,13 @@ from llm_wiki.entries import (
     check_id,
     dump_entry,
     entry_from_mapping,
+    replace_fields,
 )
 from llm_wiki.errors import InvalidInput, WikiError, os_failure, storage_failure
 from llm_wiki.files import create_no_clobber, fsync_dir, sweep_temp
 from llm_wiki.records import Frozen
 from llm_wiki.schema import LIST_SIZED, require_list_sizes, require_valid
-from llm_wiki.wiki import Wiki
+from llm_wiki.wiki import STATE_DIR, Wiki
 
 
 class WriteResult(Frozen):
@@ -76,8 +75,9 @@ class WriteResult(Frozen):
         return data
 
 
-_SOURCE_RAW_RE = re.compile(r"^raw/[0-9a-f]{64}(?:\.[A-Za-z0-9]+)?(?:#L\d+(?:-L\d+)?)?\Z")
-_SOURCE_KIND_RE = re.compile(r"^[a-z][a-z0-9_-]*:\S.*\Z")
+# compiled where used (re's cache): most entries have no sources
+_SOURCE_RAW = r"^raw/[0-9a-f]{64}(?:\.[A-Za-z0-9]+)?(?:#L\d+(?:-L\d+)?)?\Z"
+_SOURCE_KIND = r"^[a-z][a-z0-9_-]*:\S.*\Z"
 
 
 def write_entry(
@@ -95,20 +95,20 @@ def write_entry(
     require_list_sizes({f: getattr(entry, f) for f in LIST_SIZED}, wiki.schema)
     entry = entry_from_mapping(entry.to_dict())
     if not entry.date:
-        entry = dataclasses.replace(entry, date=clock.today().isoformat())
+        entry = replace_fields(entry, date=clock.today().isoformat())
     if not entry.scope:
-        entry = dataclasses.replace(entry, scope=wiki.settings.default_scope)
+        entry = replace_fields(entry, scope=wiki.settings.default_scope)
     if explicit_id is not None:
         check_id(explicit_id)
-        entry = dataclasses.replace(entry, id=explicit_id)
+        entry = replace_fields(entry, id=explicit_id)
     else:
-        entry = dataclasses.replace(entry, id="")
+        entry = replace_fields(entry, id="")
     require_valid(entry, wiki.schema)
     require_write(viewer, entry.scope)
     _check_sources_shape(entry)
 
     if dry_run:
-        final = dataclasses.replace(entry, id=explicit_id or next(candidate_ids(entry, title)))
+        final = replace_fields(entry, id=explicit_id or next(candidate_ids(entry, title)))
         text = dump_entry(final)
         with read_catalog(wiki) as catalog:
             _check_references(catalog, entry)
@@ -117,28 +117,29 @@ def write_entry(
 
     _ensure_writable(wiki)
     with store.locked(wiki):
-        sweep_temp(wiki.state_dir / "tmp")  # left by writes that were killed
+        tmp = wiki.path(STATE_DIR, "tmp")
+        sweep_temp(tmp)  # left by writes that were killed
         catalog = open_catalog(wiki)
         try:
             _check_references(catalog, entry)
             ids = [explicit_id] if explicit_id else candidate_ids(entry, title)
             for candidate in ids:
-                final = dataclasses.replace(entry, id=candidate)
+                final = replace_fields(entry, id=candidate)
                 text = dump_entry(final)
                 data = text.encode()
                 sha = store.sha256_bytes(data)
                 rel = final.relpath
                 known = catalog.sha_of(candidate)
-                if known is not None or (wiki.root / rel).exists():
+                if known is not None or os.path.exists(wiki.path(rel)):
                     if explicit_id:
                         raise _taken(candidate)
-                    if known == sha or (known is None and _same_bytes(wiki.root / rel, data)):
+                    if known == sha or (known is None and _same_bytes(wiki.path(rel), data)):
                         if known is None:  # a write that died before its log line: finish it
                             _record(wiki, catalog, final, rel, sha)
                         return WriteResult(candidate, rel, sha, False, text)
                     continue
                 try:
-                    created = create_no_clobber(wiki.root / rel, data, wiki.state_dir / "tmp")
+                    created = create_no_clobber(wiki.path(rel), data, tmp)
                 except OSError as exc:
                     raise os_failure(exc, "nothing was recorded: cannot create the entry") from None
                 if not created:
@@ -171,7 +172,7 @@ def _record(
         store.append_log(wiki, line)
     except BaseException as exc:
         if created:
-            _take_back(wiki.root / rel)
+            _take_back(wiki.path(rel))
         failure = storage_failure(exc)
         if failure is None:
             raise
@@ -188,24 +189,25 @@ def _record(
         ) from None
 
 
-def _take_back(path: Path) -> None:
+def _take_back(path: str) -> None:
     """Remove a file this write created but could not log (the write lock is held)."""
     with contextlib.suppress(FileNotFoundError):
         os.unlink(path)
     with contextlib.suppress(OSError):
-        fsync_dir(path.parent)
+        fsync_dir(os.path.dirname(path))
 
 
-def _same_bytes(path: Path, data: bytes) -> bool:
+def _same_bytes(path: str, data: bytes) -> bool:
     try:
-        return path.read_bytes() == data
+        with open(path, "rb") as fh:
+            return fh.read() == data
     except OSError:
         return False
 
 
 def _check_sources_shape(entry: Entry) -> None:
     for source in entry.sources:
-        if ID_RE.match(source) or _SOURCE_RAW_RE.match(source) or _SOURCE_KIND_RE.match(source):
+        if ID_RE.match(source) or re.match(_SOURCE_RAW, source) or re.match(_SOURCE_KIND, source):
             continue
         raise InvalidInput(
             f"source {source!r} is not an entry id, raw/<sha256>.<ext>#L<a>-L<b>, or kind:name "
@@ -251,13 +253,12 @@ def _check_references(catalog: Catalog, entry: Entry) -> None:
 
 
 def _ensure_writable(wiki: Wiki) -> None:
-    for path in (wiki.root, wiki.entries_dir):
-        if path.exists() and not os.access(path, os.W_OK):  # no entries/ yet: a fresh clone
+    for path in (wiki.dir, wiki.path("entries")):
+        if os.path.exists(path) and not os.access(path, os.W_OK):  # no entries/ yet: a fresh clone
             raise WikiError(
                 f"cannot write to {path}: permission denied; fix its permissions or pass "
                 "--wiki with a writable wiki."
             )
-    if wiki.log_path.exists() and not os.access(wiki.log_path, os.W_OK):
-        raise WikiError(
-            f"cannot append to {wiki.log_path}: permission denied; fix its permissions."
-        )
+    log_path = wiki.path("log.md")
+    if os.path.exists(log_path) and not os.access(log_path, os.W_OK):
+        raise WikiError(f"cannot append to {log_path}: permission denied; fix its permissions.")

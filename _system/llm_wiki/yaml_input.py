@@ -15,19 +15,28 @@ from __future__ import annotations
 import functools
 import json
 import re
+from collections import namedtuple
 from collections.abc import Iterator
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from llm_wiki.errors import InvalidInput
 
+if TYPE_CHECKING:
 
-class YamlLimits(NamedTuple):
-    """Bounds on a YAML or JSON document, checked while it is read (schema.md ``limits``)."""
+    class YamlLimits(NamedTuple):
+        """Bounds on a YAML or JSON document, checked while it is read (schema.md ``limits``)."""
 
-    max_depth: int = 32  # nesting of lists and mappings
-    max_nodes: int = 20_000  # scalars, lists and mappings, aliases counted at their full size
-    max_alias_nodes: int = 1_000  # nodes reached through aliases (*name) in all
-    max_number_digits: int = 100  # longer "numbers" are text, never int(...)'d
+        max_depth: int = 32  # nesting of lists and mappings
+        max_nodes: int = 20_000  # scalars, lists and mappings, aliases counted at their full size
+        max_alias_nodes: int = 1_000  # nodes reached through aliases (*name) in all
+        max_number_digits: int = 100  # longer "numbers" are text, never int(...)'d
+
+else:  # the same tuple class, made without typing's check of each field (~0.1 ms)
+    YamlLimits = namedtuple(
+        "YamlLimits",
+        ["max_depth", "max_nodes", "max_alias_nodes", "max_number_digits"],
+        defaults=(32, 20_000, 1_000, 100),
+    )
 
 
 LIMITS = YamlLimits()
@@ -62,17 +71,22 @@ class Plain(str):
         text = str(self)
         if self.tag == TAG_BOOL:
             return {"true": True, "false": False}.get(text, text)
-        if self.tag == TAG_INT and _CANON_INT_RE.fullmatch(text) and len(text) <= 100:
+        if self.tag == TAG_INT and _canon_res()[0].fullmatch(text) and len(text) <= 100:
             return int(text)
-        if self.tag == TAG_FLOAT and _CANON_FLOAT_RE.fullmatch(text) and len(text) <= 100:
+        if self.tag == TAG_FLOAT and _canon_res()[1].fullmatch(text) and len(text) <= 100:
             number = float(text)
             if repr(number) == text.lstrip("+"):
                 return number
         return text
 
 
-_CANON_INT_RE = re.compile(r"-?(?:0|[1-9][0-9]*)")
-_CANON_FLOAT_RE = re.compile(r"-?(?:0|[1-9][0-9]*)\.[0-9]+")
+@functools.cache
+def _canon_res() -> tuple[re.Pattern[str], re.Pattern[str]]:
+    """Canonical int and float text, compiled when YAML is first read (write, show and list read
+    their settings from the config cache)."""
+    return re.compile(r"-?(?:0|[1-9][0-9]*)"), re.compile(r"-?(?:0|[1-9][0-9]*)\.[0-9]+")
+
+
 _NO_KEY = object()
 
 

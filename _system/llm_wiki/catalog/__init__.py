@@ -19,7 +19,6 @@ import itertools
 import os
 import sqlite3
 from collections.abc import Iterable, Iterator
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from llm_wiki.access import Viewer
@@ -35,9 +34,11 @@ from llm_wiki.catalog.db import (
 from llm_wiki.catalog.fresh import is_fresh
 from llm_wiki.errors import os_failure, storage_failure
 from llm_wiki.files import sweep_temp
-from llm_wiki.wiki import Wiki
+from llm_wiki.wiki import STATE_DIR, Wiki
 
 if TYPE_CHECKING:  # names __getattr__ below loads on first use, typed for the checker
+    from pathlib import Path
+
     from llm_wiki.catalog.refresh import Parsed, add_written, record_archived
     from llm_wiki.catalog.result import IndexResult
 
@@ -75,11 +76,11 @@ def __getattr__(name: str) -> Any:
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
-def _connect_current(path: Path) -> sqlite3.Connection | None:
+def _connect_current(path: str) -> sqlite3.Connection | None:
     """The catalog at ``path`` if it exists and was built by this version of the code."""
-    if not path.exists():
+    if not os.path.exists(path):
         return None
-    db = sqlite3.connect(str(path), timeout=60)
+    db = sqlite3.connect(path, timeout=60)
     try:
         got = db.execute("SELECT value FROM meta WHERE key='version'").fetchone()
     except sqlite3.DatabaseError:
@@ -91,8 +92,8 @@ def _connect_current(path: Path) -> sqlite3.Connection | None:
     return None
 
 
-def _catalog_path(wiki: Wiki) -> Path:
-    return wiki.state_path("catalog.sqlite3")
+def _catalog_path(wiki: Wiki) -> str:
+    return wiki.state_file("catalog.sqlite3")
 
 
 def parsed_shas(wiki: Wiki) -> dict[str, str]:
@@ -106,7 +107,7 @@ def each_parsed_sha(wiki: Wiki, ids: Iterable[str] | None = None) -> Iterator[tu
     no catalog of this version. verify uses it to skip parsing a file whose bytes are the very
     bytes the catalog already parsed."""
     path = _catalog_path(wiki)
-    if not path.exists():
+    if not os.path.exists(path):
         return
     try:
         db = sqlite3.connect(f"file:{path}?mode=ro", uri=True, timeout=5)
@@ -172,7 +173,7 @@ def open_catalog(wiki: Wiki, *, lock_held: bool = True) -> Catalog:
             _refresh(catalog)
             return catalog
     except OSError as exc:
-        raise os_failure(exc, f"cannot open the catalog in {wiki.state_dir}") from None
+        raise os_failure(exc, f"cannot open the catalog in {wiki.path(STATE_DIR)}") from None
 
 
 def _refresh(catalog: Catalog) -> None:
@@ -232,7 +233,7 @@ def peek_catalog(wiki: Wiki) -> Catalog | None:
 def _drop_catalog(wiki: Wiki) -> None:
     for suffix in ("", "-wal", "-shm"):
         with contextlib.suppress(FileNotFoundError):
-            os.unlink(str(_catalog_path(wiki)) + suffix)
+            os.unlink(_catalog_path(wiki) + suffix)
 
 
 def _index_folders(wiki: Wiki) -> list[Path]:
@@ -351,9 +352,9 @@ def check_index(wiki: Wiki) -> IndexResult:
         stale += stale_index_files(fresh, expected)
         entries = fresh.count(Viewer.everyone())
         same = entries == 0  # no catalog (or an unreadable one) matches an empty wiki only
-        if _catalog_path(wiki).exists():
+        if os.path.exists(_catalog_path(wiki)):
             with contextlib.suppress(sqlite3.DatabaseError):
-                db = sqlite3.connect(str(_catalog_path(wiki)))
+                db = sqlite3.connect(_catalog_path(wiki))
                 try:  # row by row, in a fixed order: neither side is held in memory
                     same = all(
                         all(

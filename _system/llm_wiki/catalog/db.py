@@ -12,10 +12,10 @@ Only this package and the ranker (its FTS5 queries) write SQL against the catalo
 from __future__ import annotations
 
 import json
+import os
 import re
 import sqlite3
 from collections.abc import Iterable, Iterator, Sequence
-from pathlib import Path
 from typing import Any
 
 from llm_wiki.access import Viewer
@@ -628,7 +628,7 @@ class Catalog:
         return [row_from_db(r) for r in cur]
 
 
-def create_db(path: Path | str) -> sqlite3.Connection:
+def create_db(path: str | os.PathLike[str]) -> sqlite3.Connection:
     """A new, empty catalog database. Until its first full build has finished (which sets its
     version and switches it to WAL), it runs without a journal: a build that dies leaves a
     file without a version, which the next open drops."""

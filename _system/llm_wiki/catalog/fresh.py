@@ -7,6 +7,8 @@ loaded only when something changed.
 
 from __future__ import annotations
 
+import os
+
 from llm_wiki.access import walls_on
 from llm_wiki.catalog.db import CATALOG_VERSION, Catalog
 from llm_wiki.entries import sha256_hex
@@ -32,7 +34,7 @@ def is_fresh(catalog: Catalog) -> bool:
 
 def log_state(wiki: Wiki) -> tuple[int, str]:
     try:
-        size = wiki.log_path.stat().st_size
+        size = os.stat(wiki.path("log.md")).st_size
     except FileNotFoundError:
         return 0, ""
     return size, tail_at(wiki, size)
@@ -45,7 +47,7 @@ def tail_at(wiki: Wiki, offset: int) -> str:
     if offset <= 0:
         return ""
     try:
-        with open(wiki.log_path, "rb") as fh:
+        with open(wiki.path("log.md"), "rb") as fh:
             start = max(0, offset - TAIL_BYTES)
             fh.seek(start)
             return sha256_hex(fh.read(offset - start))

@@ -16,46 +16,58 @@ import contextlib
 import functools
 import json
 import os
-from collections.abc import Iterable, Iterator, Mapping
-from pathlib import Path
-from typing import Any, NamedTuple
+from collections import namedtuple
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from llm_wiki.access import walls_on
 from llm_wiki.catalog.db import ORDER, ROOT_MARK, Catalog, clean
 from llm_wiki.files import atomic_write
 from llm_wiki.wiki import Wiki
 
+if TYPE_CHECKING:
+    from pathlib import Path
+
 LATEST_IN_INDEX = 15
 SPLIT_AT = 1000  # a domain of more entries is indexed one file per month as well
 
 
-class Target(NamedTuple):
-    """Where one set of index files goes. ``scope`` None: every scope (single-user mode)."""
+if TYPE_CHECKING:
 
-    scope: str | None
-    dir: Path
-    index_prefix: str  # from <dir>/INDEX.md to the wiki root
-    domain_prefix: str  # from <dir>/index/<domain>.md to the wiki root
+    class Target(NamedTuple):
+        """Where one set of index files goes. ``scope`` None: every scope (single-user mode)."""
+
+        scope: str | None
+        base: str  # the set's folder from the wiki root: "" or "indexes/<scope>/"
+        index_prefix: str  # from <base>INDEX.md to the wiki root
+        domain_prefix: str  # from <base>index/<domain>.md to the wiki root
+
+else:  # the same tuple class, made without typing's check of each field (~0.1 ms)
+    Target = namedtuple("Target", ["scope", "base", "index_prefix", "domain_prefix"])
 
 
 def index_targets(wiki: Wiki, scopes: Iterable[str]) -> list[Target]:
     """Single-user: INDEX.md and index/ at the root. Walls: one set per scope under indexes/."""
     if not walls_on(wiki):
-        return [Target(None, wiki.root, "", "../")]
+        return [Target(None, "", "", "../")]
     return [
-        Target(scope, wiki.root / "indexes" / scope, "../../", "../../../")
-        for scope in sorted(set(scopes))
+        Target(scope, f"indexes/{scope}/", "../../", "../../../") for scope in sorted(set(scopes))
     ]
 
 
 # --------------------------------------------------------------------------- rendering
 
 
-class Change(NamedTuple):
-    """One row a change touched: as it was (None: new) and as it is (None: gone)."""
+if TYPE_CHECKING:
 
-    before: tuple[str, str, str] | None  # (scope, domain, line)
-    after: tuple[str, str, str, str, int] | None  # (scope, domain, line, date, superseded?)
+    class Change(NamedTuple):
+        """One row a change touched: as it was (None: new) and as it is (None: gone)."""
+
+        before: tuple[str, str, str] | None  # (scope, domain, line)
+        after: tuple[str, str, str, str, int] | None  # (scope, domain, line, date, superseded?)
+
+else:  # the same tuple class, made without typing's check of each field (~0.1 ms)
+    Change = namedtuple("Change", ["before", "after"])
 
 
 def write_index_files(
@@ -77,9 +89,7 @@ def write_index_files(
     """
     wanted = None if domains is None else set(domains)
     walls = "1" if walls_on(catalog.wiki) else "0"
-    recorded = {
-        p: (n, m) for p, n, m in catalog.db.execute("SELECT path, size, mtime_ns FROM rendered")
-    }
+    recorded = _recorded(catalog, whole=full or wanted is None)
     plan = index_plan(catalog)
     written, seen, expected = [], [], list(plan)
     work: list[tuple[str, Target, str | None, str | None]] = []
@@ -92,29 +102,29 @@ def write_index_files(
                 _drop_months(catalog, rel, written)  # the domain was indexed by month
             continue
         work.append((rel, target, domain, ""))
-        folder = catalog.wiki.root / rel[:-3]
-        if full or changes is None or domain not in (wanted or ()) or not folder.is_dir():
+        folder = catalog.wiki.path(rel[:-3])
+        if full or changes is None or domain not in (wanted or ()) or not os.path.isdir(folder):
             months = _months(catalog, target.scope, domain)
             expected += [_month_path(rel, m) for m in months]
         else:
             months = _touched_months(changes, target, domain)
         work += [(_month_path(rel, m), target, domain, m) for m in months]
     for rel, target, domain, month in work:
-        path = catalog.wiki.root / rel
+        path = catalog.wiki.path(rel)
         if domain is not None and wanted is not None and domain not in wanted:
             try:
-                st = path.stat()
+                st = os.stat(path)
             except FileNotFoundError:
                 st = None
-            if st is not None and recorded.get(rel) == (st.st_size, st.st_mtime_ns):
+            if st is not None and recorded(rel) == (st.st_size, st.st_mtime_ns):
                 continue
         spliced = None
         if changes is not None and domain is not None:
             if month == "":
-                spliced = _splice_months(catalog, target, domain, path, recorded.get(rel), changes)
+                spliced = _splice_months(catalog, target, domain, path, recorded(rel), changes)
             else:
                 spliced = _splice(
-                    catalog, target, domain, path, recorded.get(rel), changes, month=month
+                    catalog, target, domain, path, recorded(rel), changes, month=month
                 )
         if spliced is not None:
             data, same = spliced
@@ -126,20 +136,20 @@ def write_index_files(
             else:
                 data = _render_domain(catalog, target, domain, month=month).encode()
             try:
-                same = path.read_bytes() == data
+                same = _read(path) == data
             except FileNotFoundError:
                 same = False
-            if not same and data == b"" and not path.exists():
+            if not same and data == b"" and not os.path.exists(path):
                 same = True  # a month no row is in any more: no file
         if not same:
             if data:
                 atomic_write(path, data)
             else:
                 with contextlib.suppress(FileNotFoundError):
-                    path.unlink()
+                    os.unlink(path)
             written.append(rel)
         try:
-            st = path.stat()
+            st = os.stat(path)
         except FileNotFoundError:  # a month no entry is dated in any more
             catalog.db.execute("DELETE FROM rendered WHERE path = ?", (rel,))
         else:
@@ -165,14 +175,31 @@ def write_index_files(
     return written
 
 
+def _recorded(catalog: Catalog, *, whole: bool) -> Callable[[str], tuple[int, int] | None]:
+    """rel -> (size, mtime_ns) as the index last wrote it, or None. ``whole``: every file will
+    be looked at, so the table is read at once; else the few a write renders are looked up one
+    by one (the table holds a row per index file: reading ~700 rows at 100k entries was a
+    tenth of a write's own work)."""
+    if whole:
+        rows = catalog.db.execute("SELECT path, size, mtime_ns FROM rendered")
+        return {p: (n, m) for p, n, m in rows}.get
+
+    def lookup(rel: str) -> tuple[int, int] | None:
+        got = catalog.db.execute(
+            "SELECT size, mtime_ns FROM rendered WHERE path = ?", (rel,)
+        ).fetchone()
+        return None if got is None else (got[0], got[1])
+
+    return lookup
+
+
 def index_plan(catalog: Catalog) -> dict[str, tuple[Target, str | None, list[Any]]]:
     """Every INDEX.md and domain file that should exist: path -> (target, domain or None for
     INDEX.md, the target's count groups). A domain of more than :data:`SPLIT_AT` entries has
     month files too (``index/<domain>/<YYYY-MM>.md``), listed by its domain file."""
     plan: dict[str, tuple[Target, str | None, list[Any]]] = {}
     for target in index_targets(catalog.wiki, catalog.scopes()):
-        base = target.dir.relative_to(catalog.wiki.root).as_posix()
-        base = "" if base == "." else base + "/"
+        base = target.base
         groups = _counts(catalog, target.scope)
         plan[base + "INDEX.md"] = (target, None, groups)
         for domain in sorted({g[0] for g in groups}):
@@ -215,9 +242,9 @@ def _touched_months(changes: Mapping[str, Change], target: Target, domain: str) 
 
 def _drop_months(catalog: Catalog, domain_rel: str, written: list[str]) -> None:
     """Remove the month files of a domain no longer indexed by month (it shrank)."""
-    folder = catalog.wiki.root / domain_rel[:-3]
-    if not folder.is_dir():
+    if not os.path.isdir(catalog.wiki.path(domain_rel[:-3])):
         return
+    folder = catalog.wiki.root / domain_rel[:-3]
     for path in sorted(folder.glob("*.md")):
         with contextlib.suppress(FileNotFoundError):
             path.unlink()
@@ -413,10 +440,15 @@ def _months_text(domain: str, counts: Mapping[str, int]) -> str:
     return "\n".join(lines) + "\n"
 
 
-def _unchanged_since(path: Path, recorded: tuple[int, int] | None) -> bool:
+def _read(path: str) -> bytes:
+    with open(path, "rb") as fh:
+        return fh.read()
+
+
+def _unchanged_since(path: str, recorded: tuple[int, int] | None) -> bool:
     """Whether ``path`` is as the last index wrote it: (size, mtime_ns) as ``recorded`` then."""
     try:
-        st = path.stat()
+        st = os.stat(path)
     except FileNotFoundError:
         return False
     return recorded == (st.st_size, st.st_mtime_ns)
@@ -426,7 +458,7 @@ def _splice_months(
     catalog: Catalog,
     target: Target,
     domain: str,
-    path: Path,
+    path: str,
     recorded: tuple[int, int] | None,
     changes: Mapping[str, Change],
 ) -> tuple[bytes, bool] | None:
@@ -435,7 +467,7 @@ def _splice_months(
     as last written, or does not read back as a month list)."""
     if not _unchanged_since(path, recorded):
         return None
-    old = path.read_bytes()
+    old = _read(path)
     counts: dict[str, int] = {}
     try:
         for line in old.decode().split("\n")[4:-1]:
@@ -472,7 +504,7 @@ def _splice(
     catalog: Catalog,
     target: Target,
     domain: str,
-    path: Path,
+    path: str,
     recorded: tuple[int, int] | None,
     changes: Mapping[str, Change],
     *,
@@ -513,7 +545,7 @@ def _splice(
                 new.append(((date, superseded, entry_id), text))
     if not gone and not new:
         return b"", True  # no row of this file changed (another scope's, under walls): as it is
-    old = path.read_bytes()
+    old = _read(path)
     lines = old.count(b"\n") - 4
     head = _domain_head(domain, lines, month)
     if lines < 0 or not old.startswith(head):

@@ -13,6 +13,7 @@ import itertools
 import json
 import os
 import time
+from collections import namedtuple
 from collections.abc import Iterable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any, NamedTuple
 
@@ -32,17 +33,26 @@ if TYPE_CHECKING:
 # --------------------------------------------------------------------------- parsed files
 
 
-class Parsed(NamedTuple):
-    """A file read from disk: its entry, or the reason it could not be read."""
+if TYPE_CHECKING:
 
-    path: str
-    sha256: str
-    mtime_ns: int
-    size: int
-    entry: Entry | None
-    archive: str | None = None
-    problem: str = ""
-    archive_at: str | None = None
+    class Parsed(NamedTuple):
+        """A file read from disk: its entry, or the reason it could not be read."""
+
+        path: str
+        sha256: str
+        mtime_ns: int
+        size: int
+        entry: Entry | None
+        archive: str | None = None
+        problem: str = ""
+        archive_at: str | None = None
+
+else:  # the same tuple class, made without typing's check of each field (~0.1 ms)
+    Parsed = namedtuple(
+        "Parsed",
+        ["path", "sha256", "mtime_ns", "size", "entry", "archive", "problem", "archive_at"],
+        defaults=(None, "", None),
+    )
 
 
 def parse_file(
@@ -311,7 +321,7 @@ def apply(catalog: Catalog, parsed: Iterable[Parsed], removed: Iterable[str] = (
             if (
                 other
                 and other[0] != item.path
-                and (other[1] or (catalog.wiki.root / other[0]).exists())
+                and (other[1] or os.path.exists(catalog.wiki.path(other[0])))
             ):
                 problem = _duplicate_id(item.path, item.entry.id, other[0])
                 item = item._replace(entry=None, problem=problem)
@@ -337,7 +347,7 @@ def apply(catalog: Catalog, parsed: Iterable[Parsed], removed: Iterable[str] = (
 
 def add_written(catalog: Catalog, entry: Entry, rel: str, sha: str) -> None:
     """Record an entry this process just wrote (lock held) and refresh its index files."""
-    st = (catalog.wiki.root / rel).stat()
+    st = os.stat(catalog.wiki.path(rel))
     parsed = Parsed(rel, sha, st.st_mtime_ns, st.st_size, entry)
     _apply_and_render(catalog, [parsed])
 
@@ -454,8 +464,9 @@ def _follow_log(catalog: Catalog, offset: int) -> None:
                 scan(catalog)
                 return
             try:
-                data = (catalog.wiki.root / rel).read_bytes()
-                st = (catalog.wiki.root / rel).stat()
+                with open(catalog.wiki.path(rel), "rb") as fh:
+                    data = fh.read()
+                    st = os.fstat(fh.fileno())
             except FileNotFoundError:
                 # archived or removed since (lines that came with a git pull): a scan knows
                 scan(catalog)

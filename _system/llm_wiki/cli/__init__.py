@@ -100,10 +100,18 @@ def _remember(key: str) -> Callable[[click.Context, click.Parameter, bool], None
     return callback
 
 
+def _show_help(ctx: click.Context, param: click.Parameter, value: bool) -> None:
+    if value and not ctx.resilient_parsing:
+        click.echo(ctx.get_help(), color=ctx.color)
+        ctx.exit()
+
+
 class _Verbosity:
     """``-q/--quiet`` and ``-v/--verbose`` on every command and group (before the command name
     too); what they change is read through :func:`_quiet`, :func:`_verbose` and
-    :func:`_progress`."""
+    :func:`_progress`. And ``-h/--help``, last, as click would add it: click's asks gettext for
+    its help text at every run, and gettext's first question loads and asks the locale module
+    (~1 ms of every command); click adds none of its own where a parameter holds the names."""
 
     params: list[click.Parameter]
 
@@ -126,6 +134,16 @@ class _Verbosity:
                 callback=_remember(_VERBOSE),
                 help="On stderr: a line per step of a long run (terminal or not), and at the "
                 "end what the command took.",
+            )
+        )
+        self.params.append(
+            click.Option(
+                ["-h", "--help"],
+                is_flag=True,
+                is_eager=True,
+                expose_value=False,
+                callback=_show_help,
+                help="Show this message and exit.",
             )
         )
 
@@ -282,6 +300,23 @@ def _print_json(data: Any) -> None:
 _json_option = click.option("--json", "as_json", is_flag=True, help="Print JSON for agents.")
 
 
+def _show_version(ctx: click.Context, param: click.Parameter, value: bool) -> None:
+    if value and not ctx.resilient_parsing:
+        click.echo(f"llm-wiki, version {__version__}", color=ctx.color)
+        ctx.exit()
+
+
+# click.version_option, as it prints and describes itself, without its gettext (see _Verbosity)
+_version_option = click.option(
+    "--version",
+    is_flag=True,
+    is_eager=True,
+    expose_value=False,
+    callback=_show_version,
+    help="Show the version and exit.",
+)
+
+
 # Each command is defined in the module named here and imported only when it runs (or when
 # --help lists them all): defining ~45 commands' options costs more than some commands' work.
 COMMANDS = {  # in the order of the help examples (write before show)
@@ -367,7 +402,7 @@ class _LazyCommands(dict):  # type: ignore[type-arg]
     commands=_LazyCommands(COMMANDS),
     context_settings={"help_option_names": ["-h", "--help"]},
 )
-@click.version_option(__version__, prog_name="llm-wiki")
+@_version_option
 @_wiki_options
 @click.pass_context
 def cli(ctx: click.Context, wiki_path: str | None, reader: str | None) -> None:

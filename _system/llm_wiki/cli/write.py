@@ -17,6 +17,38 @@ from llm_wiki.cli import (
 )
 from llm_wiki.errors import InvalidInput
 
+
+class _InputFile(click.ParamType):
+    """``click.Path(dir_okay=False, allow_dash=True)``: the same checks, messages and
+    completion, without the gettext lookup click.Path makes for its name (see cli._Verbosity)."""
+
+    name = "file"
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
+        import os  # deferred: cheap, kept beside its one use
+        import stat  # deferred: as above
+
+        if value == "-":
+            return value
+        try:
+            st = os.stat(value)
+        except OSError:
+            return value
+        shown = click.format_filename(value)
+        if stat.S_ISDIR(st.st_mode):
+            self.fail(f"File {shown!r} is a directory.", param, ctx)
+        if not os.access(value, os.R_OK):
+            self.fail(f"File {shown!r} is not readable.", param, ctx)
+        return value
+
+    def shell_complete(self, ctx: click.Context, param: click.Parameter, incomplete: str) -> Any:
+        from click.shell_completion import CompletionItem  # deferred: completion only
+
+        return [CompletionItem(incomplete, type="file")]
+
+
+_INPUT_FILE = _InputFile()
+
 # --------------------------------------------------------------------------- write
 
 
@@ -61,13 +93,13 @@ from llm_wiki.errors import InvalidInput
 @click.option("--body", help="The markdown body.")
 @click.option(
     "--body-file",
-    type=click.Path(dir_okay=False, allow_dash=True),
+    type=_INPUT_FILE,
     help="Read the body from a file (- for stdin).",
 )
 @click.option(
     "--from",
     "from_file",
-    type=click.Path(dir_okay=False, allow_dash=True),
+    type=_INPUT_FILE,
     help="An entry as markdown with frontmatter, YAML or JSON (- for stdin); flags override its fields.",
 )
 @click.option("--dry-run", is_flag=True, help="Validate and print the entry; write nothing.")
