@@ -337,7 +337,7 @@ class _Inputs:
             offset = end
         digested = [_shown(digest(line)) for line in new]
         if new or prev is None:
-            from llm_wiki.consolidate import logged_skips  # deferred: the nightly job's module
+            from llm_wiki.domain_state import logged_skips  # deferred: only new log lines need it
         if prev is None:
             logged = logged_entries(new)
             skips = logged_skips(new)
@@ -616,7 +616,7 @@ class _Builder(Pages):
     def domain_states(self) -> list[list[Any]]:
         """[scope, domain, the inspector's line] of each consolidation state; after a write,
         only the written domains' are computed again."""
-        from llm_wiki.consolidate import domain_states  # deferred: the nightly job's module
+        from llm_wiki.domain_state import domain_states  # deferred: only the inspector shows them
 
         view, change = self.view, self.change
         domains = change.domains if change is not None else None

@@ -186,7 +186,7 @@ class View:
     @functools.cached_property
     def domain_states(self) -> list[Any]:
         """Consolidation state of each (scope, domain) this reader may write."""
-        from llm_wiki.consolidate import domain_states  # deferred: the nightly job's module
+        from llm_wiki.domain_state import domain_states  # deferred: only the inspector shows them
 
         try:
             return domain_states(self.wiki, self.viewer, self.rows)
