@@ -14,7 +14,7 @@ import contextlib
 import os
 import re
 import subprocess
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any, TypeGuard
 
@@ -619,7 +619,7 @@ def verify_since(
     viewer: Viewer,
     last: VerifyResult,
     *,
-    logged: dict[str, list[str]],
+    logged: Mapping[str, list[str]],
     logged_to: int,
     hashes: HashCache,
     named: set[str],

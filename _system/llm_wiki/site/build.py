@@ -21,7 +21,7 @@ import io
 import json
 import os
 import pickle
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import astuple, dataclass
 from pathlib import Path
 from typing import Any
@@ -184,17 +184,17 @@ def _build_site(
             change = None
         else:
             hashes, result = _verify_since(wiki, viewer, prev, inputs)
-            rows, change = _follow(catalog, viewer, prev, inputs, hashes)
-            if _unchanged(prev, inputs, hashes, change, result):
+            if _unchanged(prev, inputs, hashes, result):
                 return SiteResult(
                     out=str(target),
                     reader=viewer.name,
-                    pages=len(prev["deps"]),
+                    pages=prev["pages"],
                     written=(),
                     removed=(),
-                    entries=len(rows),
+                    entries=prev["entries"],
                     graph_notes=prev["notes"],
                 )
+            rows, change = _follow(catalog, viewer, prev, inputs, hashes)
     view = View(wiki, viewer, rows, lines=inputs.lines)
     if prev is None:
         hashes = HashCache()
@@ -232,6 +232,8 @@ def _build_site(
             "deps": builder.deps,
             "states": builder.states,
             "notes": notes,
+            "pages": pages,
+            "entries": len(view.rows),
             "files": hashes.files,
             "archives": hashes.archives,
             "verify": (result.checked, [astuple(f) for f in result.findings]),
@@ -257,14 +259,16 @@ def _build_site(
 
 
 def _unchanged(
-    prev: dict[str, Any], inputs: _Inputs, hashes: HashCache, change: _Change, result: VerifyResult
+    prev: dict[str, Any], inputs: _Inputs, hashes: HashCache, result: VerifyResult
 ) -> bool:
     """Whether nothing a page or the state holds has changed since the last build: no new line
-    in log.md, no row or key to plan again, every file's record the last build's (a file hashed
-    again because its record was not yet trusted: the same stat and sha256) and the same verify
-    result. Such a build leaves everything as it is (plans nothing, renders nothing, appends
-    nothing: a record not yet trusted stays so, and its file is hashed again next time)."""
-    if inputs.new or change.rows or change.keys or change.domains:
+    in log.md, no entry file whose bytes changed, came or went (so no row to read again, see
+    _follow), the same raw/ listing and records of the inspector, every file's record the last
+    build's (a file hashed again because its record was not yet trusted: the same stat and
+    sha256) and the same verify result. Such a build leaves everything as it is (reads no row,
+    plans nothing, renders nothing, appends nothing: a record not yet trusted stays so, and its
+    file is hashed again next time)."""
+    if inputs.new or prev["raw"] != inputs.raw or prev["soft"] != inputs.soft:
         return False
     old, files = hashes.old_files, hashes.files
     if len(old) != len(files) or hashes.changed or hashes.archives != hashes.old_archives:
@@ -295,7 +299,7 @@ def _verify_since(
             wiki,
             viewer,
             before,
-            logged=inputs.logged,
+            logged=_Logged(inputs),
             logged_to=inputs.offset,
             hashes=hashes,
             named=named,
@@ -307,18 +311,48 @@ def _verify_since(
     return hashes, result
 
 
+class _Logged(Mapping[str, list[str]]):
+    """``inputs.logged``, made only if looked in (verify_since looks only for files that
+    changed: a rebuild with nothing changed never reads the state's copy)."""
+
+    def __init__(self, inputs: _Inputs) -> None:
+        self.inputs = inputs
+
+    def __getitem__(self, key: str) -> list[str]:
+        return self.inputs.logged[key]
+
+    def __contains__(self, key: object) -> bool:
+        return key in self.inputs.logged
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self.inputs.logged)
+
+    def __len__(self) -> int:
+        return len(self.inputs.logged)
+
+
 @dataclass
 class _Inputs:
-    """log.md as far as this build reads it, and the stamps of the other inputs."""
+    """log.md as far as this build reads it, and the stamps of the other inputs. ``lines`` and
+    ``logged`` fold the new lines onto the last build's when first asked for (a rebuild with
+    nothing changed never does)."""
 
-    lines: list[Line]
+    digested: list[Line]  # the new lines as a build keeps them
     new: list[Any] | None  # the parsed lines since the last build, if it is followed
     offset: int
-    logged: dict[str, list[str]]
     skips: dict[tuple[str, str], str]
     hard: list[Any]
     soft: list[Any]
     raw: dict[str, int]
+    prev: dict[str, Any] | None
+
+    @functools.cached_property
+    def lines(self) -> list[Line]:
+        return self.digested if self.prev is None else self.prev["lines"] + self.digested
+
+    @functools.cached_property
+    def logged(self) -> dict[str, list[str]]:  # (a full build's is made by read)
+        return logged_entries(self.new or (), self.prev["logged"])  # type: ignore[index]
 
     @classmethod
     def read(cls, wiki: Wiki, prev: dict[str, Any] | None) -> _Inputs:
@@ -339,23 +373,22 @@ class _Inputs:
         if new or prev is None:
             from llm_wiki.domain_state import logged_skips  # deferred: only new log lines need it
         if prev is None:
-            logged = logged_entries(new)
             skips = logged_skips(new)
-            lines, followed = digested, None
         else:
-            logged = logged_entries(new, prev["logged"])
             skips = logged_skips(new, prev["skips"]) if new else prev["skips"]
-            lines, followed = prev["lines"] + digested, new
-        return cls(
-            lines=lines,
-            new=followed,
+        got = cls(
+            digested=digested,
+            new=new if prev is not None else None,
             offset=offset,
-            logged=logged,
             skips=skips,
             hard=state.hard_stamps(wiki),
             soft=state.soft_stamps(wiki),
             raw=state.raw_listing(wiki),
+            prev=prev,
         )
+        if prev is None:  # all of log.md, parsed once
+            got.__dict__["logged"] = logged_entries(new)
+        return got
 
     def followable(self, prev: dict[str, Any], generation: str) -> bool:
         """Whether this build can start from ``prev`` rather than from scratch."""

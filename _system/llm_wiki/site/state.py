@@ -35,6 +35,7 @@ import io
 import marshal
 import operator
 import os
+import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -45,12 +46,16 @@ from llm_wiki.entries import Alternative
 from llm_wiki.wiki import Wiki
 
 FOLDER = "site-state"
-VERSION = 4
+VERSION = 5
 MAX_RECORDS = 200
+# The big values, each kept as marshal bytes of its own inside the file and read back only when
+# first asked for (see _State): a rebuild with nothing changed reads few of them, and many small
+# loads cost less than one of the whole (marshal's table of shared objects stays small).
+BIG = ("rows", "lines", "logged", "keys", "deps", "files")
 # What a record holds whole (small values); the big ones go as what changed (see append).
 SMALL = (
     "code", "reader", "manifest", "generation", "hard", "soft", "raw", "log_offset", "log_tail",
-    "skips", "states", "notes", "archives", "verify",
+    "skips", "states", "notes", "pages", "entries", "archives", "verify",
 )  # fmt: skip
 # log.md operations a build can follow line by line; any other one means a full build.
 FOLLOWED_OPS = frozenset({"write", "lint", "ingest", "consolidate-skip"})
@@ -60,11 +65,23 @@ _ALT = _FIELDS.index("alternatives")
 _LINE = _FIELDS.index("line")
 
 
+# Fields whose values repeat from row to row (a type, a date, a domain...): kept as one shared
+# string each, which marshal then writes once and reads back as the same object.
+_SHARED = tuple(_FIELDS.index(n) for n in ("type", "date", "domain", "scope", "status", "origin"))
+_SHARED_TUPLES = tuple(_FIELDS.index(n) for n in ("tags", "actors"))
+
+
 def row_tuple(row: Row) -> tuple[Any, ...]:
     """A row as plain data (its rendered index line left out: no page shows it)."""
     values = [getattr(row, name) for name in _FIELDS]
     values[_ALT] = tuple((a.id, a.rejected_because) for a in row.alternatives)
     values[_LINE] = ""
+    for i in _SHARED:
+        if type(values[i]) is str:
+            values[i] = sys.intern(values[i])
+    for i in _SHARED_TUPLES:
+        if values[i]:
+            values[i] = tuple([sys.intern(v) if type(v) is str else v for v in values[i]])
     return tuple(values)
 
 
@@ -161,6 +178,24 @@ def state_path(wiki: Wiki, out: Path) -> Path:
     return wiki.state_dir / FOLDER / hashlib.sha256(str(out).encode()).hexdigest()[:32]
 
 
+class _State(dict):  # type: ignore[type-arg]
+    """The state as loaded: each of the BIG values is read from its bytes when first asked for,
+    and the appended records' changes to it applied then, in order."""
+
+    blobs: dict[str, bytes]
+    pending: list[dict[str, Any]]
+
+    def __missing__(self, key: str) -> Any:
+        blob = self.blobs.pop(key, None)
+        if blob is None:
+            raise KeyError(key)
+        value = marshal.loads(blob)
+        for rec in self.pending:
+            _apply(key, value, rec)
+        self[key] = value
+        return value
+
+
 def load(path: Path, code: str, reader: str, manifest_sha: str) -> dict[str, Any] | None:
     """The last build's state, if it was written by this code for this reader alongside the
     manifest now in the folder; else None (a full build). The records appended since the file was
@@ -169,13 +204,16 @@ def load(path: Path, code: str, reader: str, manifest_sha: str) -> dict[str, Any
     ``log_bytes`` says how much the records hold."""
     try:
         base = path.read_bytes()
-        data = marshal.loads(base)
+        top = marshal.loads(base)
     except (OSError, EOFError, ValueError, TypeError):
         return None
-    if not isinstance(data, dict) or data.get("version") != VERSION:
+    if not isinstance(top, dict) or top.get("version") != VERSION:
         return None
-    if (data.get("code"), data.get("reader")) != (code, reader):
+    if (top.get("code"), top.get("reader")) != (code, reader):
         return None
+    data = _State(top)
+    data.blobs = {name: data.pop(name) for name in BIG}
+    data.pending = []
     data["rows_delta"] = {}
     data["records"] = 0
     data["log_bytes"] = 0
@@ -193,12 +231,12 @@ def load(path: Path, code: str, reader: str, manifest_sha: str) -> dict[str, Any
     return data
 
 
-def _replay(data: dict[str, Any], records: bytes) -> bool:
-    """Apply the appended records in order; False if one does not follow from the state before
-    it (or cannot be read)."""
+def _replay(data: _State, records: bytes) -> bool:
+    """Read the appended records in order, each applied to the small values now and kept for
+    the big ones (see _State); False if one does not follow from the state before it (or cannot
+    be read)."""
     stream = io.BytesIO(records)
-    rows, lines, logged = data["rows_delta"], data["lines"], data["logged"]
-    keys, deps, files = data["keys"], data["deps"], data["files"]
+    rows = data["rows_delta"]
     while stream.tell() < len(records):
         try:
             rec = marshal.load(stream)
@@ -206,22 +244,27 @@ def _replay(data: dict[str, Any], records: bytes) -> bool:
             return False
         if not isinstance(rec, dict) or rec.get("epoch") != data.get("epoch"):
             return False
-        if rec.get("from") != data.get("manifest") or rec.get("keys_at") != len(keys):
+        if rec.get("from") != data.get("manifest") or rec.get("keys_at") != data["keys_len"]:
             return False
         for name in SMALL:
             data[name] = rec[name]
         rows.update(rec["rows"])
-        lines.extend(rec["lines"])
-        logged.update(rec["logged"])
-        keys.extend(rec["keys"])
-        deps.update(rec["deps"])
-        for page in rec["deps_gone"]:
-            deps.pop(page, None)
-        files.update(rec["files"])
-        for rel in rec["files_gone"]:
-            files.pop(rel, None)
+        data["keys_len"] += len(rec["keys"])
+        data.pending.append(rec)
         data["records"] += 1
     return True
+
+
+def _apply(name: str, value: Any, rec: dict[str, Any]) -> None:
+    """One record's changes to the big value ``name`` (its rows go to ``rows_delta``)."""
+    if name in ("lines", "keys"):
+        value.extend(rec[name])
+    elif name == "logged":
+        value.update(rec["logged"])
+    elif name in ("deps", "files"):
+        value.update(rec[name])
+        for gone in rec[f"{name}_gone"]:
+            value.pop(gone, None)
 
 
 def _log_path(path: Path) -> Path:
@@ -238,7 +281,9 @@ def save(path: Path, make: Callable[[int], dict[str, Any]]) -> None:
         with open(tmp, "wb") as fh:
             data = make(os.fstat(fh.fileno()).st_mtime_ns)
             data = {**data, "version": VERSION, "epoch": os.urandom(8).hex()}
-            data.pop("rows_delta", None)
+            data["keys_len"] = len(data["keys"])
+            for name in BIG:
+                data[name] = marshal.dumps(data[name])
             fh.write(marshal.dumps(data))
         os.replace(tmp, path)
     except BaseException:
