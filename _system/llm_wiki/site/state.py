@@ -31,7 +31,6 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
-import io
 import marshal
 import operator
 import os
@@ -52,6 +51,10 @@ MAX_RECORDS = 200
 # first asked for (see _State): a rebuild with nothing changed reads few of them, and many small
 # loads cost less than one of the whole (marshal's table of shared objects stays small).
 BIG = ("rows", "lines", "logged", "keys", "deps", "files")
+# The file: the byte length of the small values' marshal, those, then each BIG value's bytes (their
+# lengths among the small values); the log: each record as its byte length and its marshal
+# (marshal.loads of a slice: marshal.load from a file object reads it a few bytes at a time).
+_HEAD = 8
 # What a record holds whole (small values); the big ones go as what changed (see append).
 SMALL = (
     "code", "reader", "manifest", "generation", "hard", "soft", "raw", "log_offset", "log_tail",
@@ -204,15 +207,22 @@ def load(path: Path, code: str, reader: str, manifest_sha: str) -> dict[str, Any
     ``log_bytes`` says how much the records hold."""
     try:
         base = path.read_bytes()
-        top = marshal.loads(base)
-    except (OSError, EOFError, ValueError, TypeError):
+        view = memoryview(base)
+        size = int.from_bytes(view[:_HEAD], "little")
+        top = marshal.loads(view[_HEAD : _HEAD + size])
+        if not isinstance(top, dict) or top.get("version") != VERSION:
+            return None
+        if (top.get("code"), top.get("reader")) != (code, reader):
+            return None
+        blobs, at = {}, _HEAD + size
+        for name, n in zip(BIG, top.pop("sections"), strict=True):
+            blobs[name], at = view[at : at + n], at + n
+    except (OSError, EOFError, ValueError, TypeError, KeyError):
         return None
-    if not isinstance(top, dict) or top.get("version") != VERSION:
-        return None
-    if (top.get("code"), top.get("reader")) != (code, reader):
+    if at != len(base):
         return None
     data = _State(top)
-    data.blobs = {name: data.pop(name) for name in BIG}
+    data.blobs = blobs
     data.pending = []
     data["rows_delta"] = {}
     data["records"] = 0
@@ -235,13 +245,18 @@ def _replay(data: _State, records: bytes) -> bool:
     """Read the appended records in order, each applied to the small values now and kept for
     the big ones (see _State); False if one does not follow from the state before it (or cannot
     be read)."""
-    stream = io.BytesIO(records)
+    view, at = memoryview(records), 0
     rows = data["rows_delta"]
-    while stream.tell() < len(records):
+    while at < len(records):
+        size = int.from_bytes(view[at : at + _HEAD], "little")
+        at += _HEAD
+        if at + size > len(records):
+            return False  # torn
         try:
-            rec = marshal.load(stream)
+            rec = marshal.loads(view[at : at + size])
         except (EOFError, ValueError, TypeError):
             return False
+        at += size
         if not isinstance(rec, dict) or rec.get("epoch") != data.get("epoch"):
             return False
         if rec.get("from") != data.get("manifest") or rec.get("keys_at") != data["keys_len"]:
@@ -282,9 +297,13 @@ def save(path: Path, make: Callable[[int], dict[str, Any]]) -> None:
             data = make(os.fstat(fh.fileno()).st_mtime_ns)
             data = {**data, "version": VERSION, "epoch": os.urandom(8).hex()}
             data["keys_len"] = len(data["keys"])
-            for name in BIG:
-                data[name] = marshal.dumps(data[name])
-            fh.write(marshal.dumps(data))
+            blobs = [marshal.dumps(data.pop(name)) for name in BIG]
+            data["sections"] = [len(b) for b in blobs]
+            head = marshal.dumps(data)
+            fh.write(len(head).to_bytes(_HEAD, "little"))
+            fh.write(head)
+            for blob in blobs:
+                fh.write(blob)
         os.replace(tmp, path)
     except BaseException:
         with contextlib.suppress(FileNotFoundError):
@@ -329,7 +348,8 @@ def append(
             files_gone=[r for r in old_files if r not in files],
         )
         record["from"] = prev["manifest"]
-        fh.write(marshal.dumps(record))
+        data = marshal.dumps(record)
+        fh.write(len(data).to_bytes(_HEAD, "little") + data)
 
 
 def drop(path: Path) -> None:
