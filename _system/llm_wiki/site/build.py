@@ -21,6 +21,7 @@ import io
 import json
 import os
 import pickle
+from collections import ChainMap
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import astuple, dataclass
 from pathlib import Path
@@ -299,7 +300,7 @@ def _verify_since(
             wiki,
             viewer,
             before,
-            logged=_Logged(inputs),
+            logged=_Later(lambda: inputs.logged),
             logged_to=inputs.offset,
             hashes=hashes,
             named=named,
@@ -311,24 +312,27 @@ def _verify_since(
     return hashes, result
 
 
-class _Logged(Mapping[str, list[str]]):
-    """``inputs.logged``, made only if looked in (verify_since looks only for files that
-    changed: a rebuild with nothing changed never reads the state's copy)."""
+class _Later(Mapping[str, list[str]]):
+    """A mapping made only when first looked in (``make()`` gives it)."""
 
-    def __init__(self, inputs: _Inputs) -> None:
-        self.inputs = inputs
+    def __init__(self, make: Callable[[], Mapping[str, list[str]]]) -> None:
+        self.make = make
+
+    @functools.cached_property
+    def got(self) -> Mapping[str, list[str]]:
+        return self.make()
 
     def __getitem__(self, key: str) -> list[str]:
-        return self.inputs.logged[key]
+        return self.got[key]
 
     def __contains__(self, key: object) -> bool:
-        return key in self.inputs.logged
+        return key in self.got
 
     def __iter__(self) -> Iterator[str]:
-        return iter(self.inputs.logged)
+        return iter(self.got)
 
     def __len__(self) -> int:
-        return len(self.inputs.logged)
+        return len(self.got)
 
 
 @dataclass
@@ -351,8 +355,15 @@ class _Inputs:
         return self.digested if self.prev is None else self.prev["lines"] + self.digested
 
     @functools.cached_property
-    def logged(self) -> dict[str, list[str]]:  # (a full build's is made by read)
-        return logged_entries(self.new or (), self.prev["logged"])  # type: ignore[index]
+    def logged(self) -> Mapping[str, list[str]]:  # (a full build's is made by read)
+        """Entry id -> its logged record: the new lines' over the last build's, which are read
+        from the state only if an id the new lines do not name is looked up (a file edited by
+        hand, say) or the state is written whole."""
+        prev, new = self.prev, self.new or ()
+        assert prev is not None
+        if any(line[1] == "archive" for line in new):  # changes a record already there
+            return logged_entries(new, prev["logged"])
+        return ChainMap(logged_entries(new), _Later(lambda: prev["logged"]))  # type: ignore[arg-type]
 
     @classmethod
     def read(cls, wiki: Wiki, prev: dict[str, Any] | None) -> _Inputs:

@@ -185,7 +185,7 @@ class _State(dict):  # type: ignore[type-arg]
     """The state as loaded: each of the BIG values is read from its bytes when first asked for,
     and the appended records' changes to it applied then, in order."""
 
-    blobs: dict[str, bytes]
+    blobs: dict[str, memoryview]
     pending: list[dict[str, Any]]
 
     def __missing__(self, key: str) -> Any:
@@ -297,6 +297,7 @@ def save(path: Path, make: Callable[[int], dict[str, Any]]) -> None:
             data = make(os.fstat(fh.fileno()).st_mtime_ns)
             data = {**data, "version": VERSION, "epoch": os.urandom(8).hex()}
             data["keys_len"] = len(data["keys"])
+            data["logged"] = dict(data["logged"])  # (a rebuild's is the new lines' over the last)
             blobs = [marshal.dumps(data.pop(name)) for name in BIG]
             data["sections"] = [len(b) for b in blobs]
             head = marshal.dumps(data)
