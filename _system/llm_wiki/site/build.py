@@ -446,6 +446,7 @@ class _Change:
 _SUPERSEDES = state._FIELDS.index("supersedes")
 _SOURCES = state._FIELDS.index("sources")
 _SUPERSEDED_BY = state._FIELDS.index("superseded_by")
+_RESOLVES = state._FIELDS.index("resolves")
 _DATE = state._FIELDS.index("date")
 
 
@@ -506,14 +507,14 @@ def _follow(
             touched.update(row.supersedes, row.sources, row.superseded_by, row.resolves)
             keys.update(_member_keys(row))
             domains.add(row.domain)  # type: ignore[union-attr]
-    if changed:
-        for r in rows:
+    if changed:  # (the tuples' fields by index: the cheapest read of 10,000 rows)
+        for t in tuples:
             if (
-                (r.supersedes and not changed.isdisjoint(r.supersedes))
-                or (r.sources and not changed.isdisjoint(r.sources))
-                or (r.resolves and not changed.isdisjoint(r.resolves))
+                (t[_SUPERSEDES] and not changed.isdisjoint(t[_SUPERSEDES]))
+                or (t[_SOURCES] and not changed.isdisjoint(t[_SOURCES]))
+                or (t[_RESOLVES] and not changed.isdisjoint(t[_RESOLVES]))
             ):
-                touched.add(r.id)
+                touched.add(t[0])
     for i in touched:
         for t in (old.get(i), merged.get(i)):
             if t is not None:
