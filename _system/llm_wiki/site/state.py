@@ -17,10 +17,13 @@ code or another reader, a catalog the scan rebuilt (a new ``generation``), log.m
 the offset (git merged lines in), a log line of another kind than write, lint, ingest or
 consolidate-skip, a changed access.yaml, settings.yaml or schema.md, or a change in archive/.
 The file is written with marshal (plain data only: loading 10,000 rows takes a few tens of ms,
-where the catalog's rows with their JSON columns take ~0.4 s). A build that followed the log does
+where the catalog's rows with their JSON columns take ~0.4 s): its small values, then each BIG
+value as marshal bytes of its own, read only when first asked for (:class:`_State`), so that a
+rebuild with nothing changed unmarshals the file hashes alone. A build that followed the log does
 not write it again: it appends what it changed (the new log lines, rows, keys, page keys and file
-hashes; the small values whole) to ``<key>.log`` beside it, one marshal record per build, and the
-next build loads the file and replays the records. Each record names the file's ``epoch`` (a
+hashes; the small values whole) to ``<key>.log`` beside it, one marshal record per build after
+its length, and the next build loads the file and replays the records (onto each big value when
+it is read). Each record names the file's ``epoch`` (a
 random token written with it) and the manifest it starts from and the one it leaves, so a record
 of another file, one left by a build that died, or a fork of two racing builds breaks the chain
 and the next build is a full one. Once the records hold a quarter of the file's bytes (or
