@@ -86,6 +86,7 @@ LAYERS = {
     "llm_wiki.site.build": 10,
     "llm_wiki.site.serve": 10,
     "llm_wiki.site.state": 10,
+    "llm_wiki.site.follow": 10,
     "llm_wiki.site.jinja": 10,
     "llm_wiki.session": 11,  # the front door the adapters share
     "llm_wiki": 11,  # the package: the front door's names (loaded when first used), __version__

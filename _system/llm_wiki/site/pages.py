@@ -36,7 +36,7 @@ class Pages:
 
     view: View
     out: Path
-    change: Any  # the build's _Change, None for a full build
+    change: Any  # the build's follow.Change, None for a full build
     states: list[list[Any]]  # each domain's consolidation state
     _deps: set[str]  # what the page being planned is made from
     _terms: dict[str, str]  # id -> its body words, filled as entry pages render
