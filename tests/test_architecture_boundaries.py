@@ -60,6 +60,7 @@ LAYERS = {
     "llm_wiki.create": 7,
     "llm_wiki.hooks": 7,  # the plugin's hooks: read the catalog, copy transcripts
     "llm_wiki.reads": 8,
+    "llm_wiki.domain_state": 8,  # each domain's consolidation state: the job and the site read it
     "llm_wiki.adr": 8,  # a package: markdown, dates, links, options, parse, run
     "llm_wiki.adr.markdown": 8,
     "llm_wiki.adr.dates": 8,
@@ -74,7 +75,7 @@ LAYERS = {
     "llm_wiki.brief": 10,
     "llm_wiki.ingest": 10,
     "llm_wiki.evaluation": 10,
-    # the static site reads through catalog, reads, verify, stats, failures and consolidate
+    # the static site reads through catalog, reads, verify, stats, failures and domain_state
     "llm_wiki.site": 10,
     "llm_wiki.site.view": 10,
     "llm_wiki.site.text": 10,
@@ -85,6 +86,7 @@ LAYERS = {
     "llm_wiki.site.build": 10,
     "llm_wiki.site.serve": 10,
     "llm_wiki.site.state": 10,
+    "llm_wiki.site.follow": 10,
     "llm_wiki.site.jinja": 10,
     "llm_wiki.session": 11,  # the front door the adapters share
     "llm_wiki": 11,  # the package: the front door's names (loaded when first used), __version__

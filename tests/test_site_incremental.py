@@ -309,3 +309,48 @@ def test_a_rebuild_after_a_write_that_resolves_an_incident_closes_it(trust_fresh
     fresh = tmp_path / "fresh"
     case.build("", fresh, "--full")
     assert tree(fresh) == tree(out)
+
+
+def test_a_state_read_in_parts_gives_the_site_a_full_build_gives(
+    trust_fresh_hashes, tmp_path, monkeypatch
+):
+    """The build state's big values are unmarshalled only when first asked for, the appended
+    records applied to each then: a rebuild with nothing changed reads the file hashes alone, one
+    after a write leaves the logged records unread, a hand edit (an id no new line names) reads
+    them. Whichever parts a build read, the next one follows the same chain, and the folder is
+    the one a full build makes."""
+    import llm_wiki.site.state as site_state
+
+    read: list[str] = []
+    missing = site_state._State.__missing__
+
+    def spy(self, key):
+        read.append(key)
+        return missing(self, key)
+
+    monkeypatch.setattr(site_state._State, "__missing__", spy)
+    case = Case(tmp_path / "wiki", walls=False)
+    for i in range(4):
+        case.step(("write", "decision", i % 3, i % 4, i % 3, None, None, None, False, 1, 0, None))
+    out, fresh = tmp_path / "site", tmp_path / "fresh"
+    case.build("", out)
+    for step, parts in (
+        (None, {"files"}),
+        (("write", "decision", 0, 0, 0, 0, None, None, False, 2, 0, None), None),
+        (None, {"files"}),
+        (("edit", 1), None),
+        (("write", "incident", 1, 1, 1, None, 0, None, False, 3, 0, None), None),
+        (None, {"files"}),
+    ):
+        read.clear()
+        if step is not None:
+            case.step(step)
+        result = case.build("", out)
+        if parts is not None:  # nothing changed
+            assert set(read) == parts and result["written"] == [], step
+            continue
+        assert ("logged" in read) == (step[0] == "edit"), (step, read)
+        case.build("", fresh, "--full")
+        assert tree(fresh) == tree(out), step
+    folder = case.root / ".llm-wiki" / "site-state"
+    assert [p for p in folder.iterdir() if p.name.endswith(".log")]  # records were appended

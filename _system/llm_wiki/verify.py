@@ -14,7 +14,7 @@ import contextlib
 import os
 import re
 import subprocess
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any, TypeGuard
 
@@ -363,7 +363,7 @@ def verify(
     viewer: Viewer,
     *,
     lock_held: bool = False,
-    logged: dict[str, list[str]] | None = None,
+    logged: Mapping[str, list[str]] | None = None,
     logged_to: int = 0,
     hashes: HashCache | None = None,
 ) -> VerifyResult:
@@ -388,7 +388,7 @@ def _verify(
     wiki: Wiki,
     viewer: Viewer,
     lock_held: bool,
-    logged: dict[str, list[str]] | None,
+    logged: Mapping[str, list[str]] | None,
     logged_to: int,
     hashes: HashCache | None,
     only: set[str] | None = None,
@@ -619,7 +619,7 @@ def verify_since(
     viewer: Viewer,
     last: VerifyResult,
     *,
-    logged: dict[str, list[str]],
+    logged: Mapping[str, list[str]],
     logged_to: int,
     hashes: HashCache,
     named: set[str],

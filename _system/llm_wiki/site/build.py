@@ -33,11 +33,11 @@ import llm_wiki.site.html as html  # the submodules, not the package (which impo
 import llm_wiki.site.pages as site_pages  # PAGE_ENTRIES read where it is set (tests change it)
 import llm_wiki.site.pictures as pictures
 import llm_wiki.site.state as state
-import llm_wiki.store as store
 from llm_wiki.access import Viewer, walls_on
 from llm_wiki.catalog import Row, read_catalog
 from llm_wiki.entries import sha256_hex
 from llm_wiki.errors import InvalidInput, WikiError
+from llm_wiki.site.follow import Change, Inputs, follow, unchanged, verify_now
 from llm_wiki.site.obsidian import write_graph_notes
 from llm_wiki.site.pages import (
     BODY_TERMS,
@@ -50,8 +50,8 @@ from llm_wiki.site.pages import (
     slug,
 )
 from llm_wiki.site.text import CITE_RE, render_body, words
-from llm_wiki.site.view import Line, View, digest, raw_sources
-from llm_wiki.verify import Finding, HashCache, VerifyResult, logged_entries, verify_since
+from llm_wiki.site.view import View
+from llm_wiki.verify import HashCache
 from llm_wiki.verify import verify as verify_wiki
 from llm_wiki.version import __version__
 from llm_wiki.wiki import Wiki
@@ -174,7 +174,7 @@ def _build_site(
         full = True  # the last build died half-way: its files, not the manifest, are on disk
     if not full and manifest_bytes:
         prev = state.load(saved, code, reader, hashlib.sha256(manifest_bytes).hexdigest())
-    inputs = _Inputs.read(wiki, prev)
+    inputs = Inputs.read(wiki, prev)
     with read_catalog(wiki) as catalog:  # after log.md: the catalog holds at least its lines
         generation = catalog.meta("generation")
         if prev is not None and not inputs.followable(prev, generation):
@@ -183,18 +183,18 @@ def _build_site(
             rows = catalog.rows(viewer)
             change = None
         else:
-            hashes, result = _verify_since(wiki, viewer, prev, inputs)
-            rows, change = _follow(catalog, viewer, prev, inputs, hashes)
-            if _unchanged(prev, inputs, hashes, change, result):
+            hashes, result = verify_now(wiki, viewer, prev, inputs)
+            if unchanged(prev, inputs, hashes, result):
                 return SiteResult(
                     out=str(target),
                     reader=viewer.name,
-                    pages=len(prev["deps"]),
+                    pages=prev["pages"],
                     written=(),
                     removed=(),
-                    entries=len(rows),
+                    entries=prev["entries"],
                     graph_notes=prev["notes"],
                 )
+            rows, change = follow(catalog, viewer, prev, inputs, hashes)
     view = View(wiki, viewer, rows, lines=inputs.lines)
     if prev is None:
         hashes = HashCache()
@@ -232,6 +232,8 @@ def _build_site(
             "deps": builder.deps,
             "states": builder.states,
             "notes": notes,
+            "pages": pages,
+            "entries": len(view.rows),
             "files": hashes.files,
             "archives": hashes.archives,
             "verify": (result.checked, [astuple(f) for f in result.findings]),
@@ -254,257 +256,6 @@ def _build_site(
         entries=len(view.rows),
         graph_notes=notes,
     )
-
-
-def _unchanged(
-    prev: dict[str, Any], inputs: _Inputs, hashes: HashCache, change: _Change, result: VerifyResult
-) -> bool:
-    """Whether nothing a page or the state holds has changed since the last build: no new line
-    in log.md, no row or key to plan again, every file's record the last build's (a file hashed
-    again because its record was not yet trusted: the same stat and sha256) and the same verify
-    result. Such a build leaves everything as it is (plans nothing, renders nothing, appends
-    nothing: a record not yet trusted stays so, and its file is hashed again next time)."""
-    if inputs.new or change.rows or change.keys or change.domains:
-        return False
-    old, files = hashes.old_files, hashes.files
-    if len(old) != len(files) or hashes.changed or hashes.archives != hashes.old_archives:
-        return False
-    for rel, o in old.items():  # hashed again (a record not yet trusted): the same bytes?
-        got = files.get(rel)
-        if got is not o and (got is None or got[:5] != o[:5]):
-            return False
-    last = prev.get("verify")
-    return last is not None and (result.checked, [astuple(f) for f in result.findings]) == (
-        last[0],
-        list(last[1]),
-    )
-
-
-def _verify_since(
-    wiki: Wiki, viewer: Viewer, prev: dict[str, Any], inputs: _Inputs
-) -> tuple[HashCache, VerifyResult]:
-    """verify's result now, checking again only the entries whose files changed since the last
-    build or that log.md's new lines name (see :func:`llm_wiki.verify.verify_since`); the whole
-    check when that cannot say."""
-    last = prev.get("verify")
-    if last is not None:
-        hashes = HashCache(prev["files"], prev["archives"])
-        named = {line[2] for line in inputs.new or () if line[1] == "write" and line[2]}
-        before = VerifyResult(last[0], tuple(Finding(*f) for f in last[1]))
-        result = verify_since(
-            wiki,
-            viewer,
-            before,
-            logged=inputs.logged,
-            logged_to=inputs.offset,
-            hashes=hashes,
-            named=named,
-        )
-        if result is not None:
-            return hashes, result
-    hashes = HashCache(prev["files"], prev["archives"])
-    result = verify_wiki(wiki, viewer, logged=inputs.logged, logged_to=inputs.offset, hashes=hashes)
-    return hashes, result
-
-
-@dataclass
-class _Inputs:
-    """log.md as far as this build reads it, and the stamps of the other inputs."""
-
-    lines: list[Line]
-    new: list[Any] | None  # the parsed lines since the last build, if it is followed
-    offset: int
-    logged: dict[str, list[str]]
-    skips: dict[tuple[str, str], str]
-    hard: list[Any]
-    soft: list[Any]
-    raw: dict[str, int]
-
-    @classmethod
-    def read(cls, wiki: Wiki, prev: dict[str, Any] | None) -> _Inputs:
-        start = 0
-        if prev is not None:
-            start = prev["log_offset"]
-            try:
-                size = wiki.log_path.stat().st_size
-            except OSError:
-                size = 0
-            if size < start or state.log_tail(wiki, start) != prev["log_tail"]:
-                prev, start = None, 0
-        new, offset = [], start
-        for end, line in store.read_log(wiki, start):
-            new.append(line)
-            offset = end
-        digested = [_shown(digest(line)) for line in new]
-        if new or prev is None:
-            from llm_wiki.consolidate import logged_skips  # deferred: the nightly job's module
-        if prev is None:
-            logged = logged_entries(new)
-            skips = logged_skips(new)
-            lines, followed = digested, None
-        else:
-            logged = logged_entries(new, prev["logged"])
-            skips = logged_skips(new, prev["skips"]) if new else prev["skips"]
-            lines, followed = prev["lines"] + digested, new
-        return cls(
-            lines=lines,
-            new=followed,
-            offset=offset,
-            logged=logged,
-            skips=skips,
-            hard=state.hard_stamps(wiki),
-            soft=state.soft_stamps(wiki),
-            raw=state.raw_listing(wiki),
-        )
-
-    def followable(self, prev: dict[str, Any], generation: str) -> bool:
-        """Whether this build can start from ``prev`` rather than from scratch."""
-        if self.new is None or prev["generation"] != generation:
-            return False
-        if prev["hard"] != self.hard:
-            return False
-        return all(line[1] in state.FOLLOWED_OPS for line in self.new)
-
-
-_UNSHOWN = ("sha256", "path")  # fields of a log line no page shows (see macros.log_table)
-
-
-def _shown(line: Line) -> Line:
-    """A log line without the fields no page shows: a write line's sha256 and path are most of
-    the build state's copy of log.md."""
-    fields = line[3]
-    if any(k in _UNSHOWN for k, _ in fields):
-        return (
-            line[0],
-            line[1],
-            line[2],
-            tuple([kv for kv in fields if kv[0] not in _UNSHOWN]),
-            line[4],
-        )
-    return line
-
-
-@dataclass
-class _Change:
-    """What changed since the last build: rows (ids whose row or file changed), the ids whose
-    pages show them (``touched``), the keys of the pages to plan again, the domains whose
-    consolidation state to recompute (None: all)."""
-
-    rows: set[str]
-    touched: set[str]
-    keys: set[str]
-    domains: set[str] | None
-    tuples: list[tuple[Any, ...]]
-    delta: dict[str, tuple[Any, ...] | None]  # the row of each changed id now (None: gone)
-    before: dict[str, Row]  # the row of each changed id as the last build had it (if it had)
-
-
-_SUPERSEDES = state._FIELDS.index("supersedes")
-_SOURCES = state._FIELDS.index("sources")
-_SUPERSEDED_BY = state._FIELDS.index("superseded_by")
-_DATE = state._FIELDS.index("date")
-
-
-def _follow(
-    catalog: Any, viewer: Viewer, prev: dict[str, Any], inputs: _Inputs, hashes: HashCache
-) -> tuple[list[Row], _Change]:
-    """The rows now, from the last build's and the catalog's rows of what the new log lines
-    and the changed entry files name."""
-    old = {t[0]: t for t in prev["rows"]}
-    pending = prev.get("rows_delta")  # rows changed by the builds whose records were replayed
-    if pending:
-        for i, t in pending.items():
-            if t is None:
-                old.pop(i, None)
-            else:
-                old[i] = t
-    named = {line[2] for line in inputs.new or () if line[1] == "write" and line[2]}
-    named |= {os.path.basename(rel)[:-3] for rel in hashes.changed}
-    named |= {os.path.basename(rel)[:-3] for rel in hashes.old_files.keys() - hashes.files.keys()}
-
-    def get(entry_id: str) -> tuple[Any, ...] | None:
-        row = catalog.get(entry_id, viewer)
-        return state.row_tuple(row) if row is not None else None
-
-    now = {i: get(i) for i in sorted(named)}
-    linked = set()
-    for i in named:
-        for t in (old.get(i), now[i]):
-            if t is not None:
-                linked.update(t[_SUPERSEDES])
-    for i in sorted(linked - set(now)):
-        now[i] = get(i)
-    changed = named | {i for i, t in now.items() if t != old.get(i)}
-    merged = dict(old)
-    for i in sorted(changed):
-        if now[i] is None:
-            merged.pop(i, None)
-        else:
-            merged[i] = now[i]
-    moved = changed | set(pending or ())
-    if moved:  # the others keep their order: each moved row goes back in its place
-        tuples = [t for t in prev["rows"] if t[0] not in moved]
-        for i in sorted(moved):
-            t = merged.get(i)
-            if t is not None:
-                tuples.insert(_place(tuples, t), t)
-    else:
-        tuples = prev["rows"]
-    rows = [state.tuple_row(t) for t in tuples]
-    touched = set(changed)
-    keys: set[str] = set()
-    domains: set[str] | None = set()
-    for i in changed:
-        for t in (old.get(i), now.get(i)):
-            if t is None:
-                continue
-            row = state.tuple_row(t)
-            touched.update(row.supersedes, row.sources, row.superseded_by, row.resolves)
-            keys.update(_member_keys(row))
-            domains.add(row.domain)  # type: ignore[union-attr]
-    if changed:
-        for r in rows:
-            if (
-                (r.supersedes and not changed.isdisjoint(r.supersedes))
-                or (r.sources and not changed.isdisjoint(r.sources))
-                or (r.resolves and not changed.isdisjoint(r.resolves))
-            ):
-                touched.add(r.id)
-    for i in touched:
-        for t in (old.get(i), merged.get(i)):
-            if t is not None:
-                keys.add(f"m:{t[_DATE][:7]}")
-    keys.update(f"e:{i}" for i in touched)
-    for line in inputs.new or ():
-        keys.add(f"l:{line[0][:7]}")
-        if line[1] == "consolidate-skip" and line[2]:
-            domains.add(line[2])  # type: ignore[union-attr]
-    raw_old = prev["raw"]
-    keys.update(f"r:{n}" for n in set(raw_old) ^ set(inputs.raw))
-    keys.update(f"r:{n}" for n in set(raw_old) & set(inputs.raw) if raw_old[n] != inputs.raw[n])
-    if prev["soft"] != inputs.soft:
-        domains = None  # the failure records count in every domain's state
-        keys.add("*")
-    if keys or inputs.new:
-        keys.add("*")
-    delta = {i: merged.get(i) for i in changed}
-    before = {i: state.tuple_row(old[i]) for i in changed if i in old}
-    return rows, _Change(changed, touched, keys, domains, tuples, delta, before)
-
-
-def _place(tuples: list[tuple[Any, ...]], t: tuple[Any, ...]) -> int:
-    """Where row tuple ``t`` goes in ``tuples``, which are in the catalog's order (date DESC,
-    superseded last, id DESC: descending by (date, 1 if not superseded else 0, id))."""
-    key = (t[_DATE], 0 if t[_SUPERSEDED_BY] else 1, t[0])
-    lo, hi = 0, len(tuples)
-    while lo < hi:
-        mid = (lo + hi) // 2
-        m = tuples[mid]
-        if (m[_DATE], 0 if m[_SUPERSEDED_BY] else 1, m[0]) > key:
-            lo = mid + 1
-        else:
-            hi = mid
-    return lo
 
 
 def _older(rows: list[Row], key: tuple[str, int, str]) -> int:
@@ -530,20 +281,6 @@ _MEMBER: dict[str, Callable[[Row, str], bool]] = {
     "t": lambda row, name: name in row.tags,
     "a": lambda row, name: name in row.actors,
 }
-
-
-def _member_keys(row: Row) -> Iterator[str]:
-    """The keys of the pages that list ``row`` among their members."""
-    yield f"d:{row.domain}"
-    yield f"m:{row.date[:7]}"
-    for t in row.tags:
-        yield f"t:{t}"
-    for a in row.actors:
-        yield f"a:{a}"
-    for name, _, _ in raw_sources(row.sources):
-        yield f"r:{name}"
-    if any(s.startswith("adr:") for s in row.sources):
-        yield "f:*"
 
 
 def _check_out(wiki: Wiki, out: Path) -> None:
@@ -579,8 +316,8 @@ class _Builder(Pages):
         code: str,
         manifest_bytes: bytes,
         prev: dict[str, Any] | None,
-        change: _Change | None,
-        inputs: _Inputs,
+        change: Change | None,
+        inputs: Inputs,
         hashes: HashCache,
     ) -> None:
         self.view = view
@@ -616,7 +353,7 @@ class _Builder(Pages):
     def domain_states(self) -> list[list[Any]]:
         """[scope, domain, the inspector's line] of each consolidation state; after a write,
         only the written domains' are computed again."""
-        from llm_wiki.consolidate import domain_states  # deferred: the nightly job's module
+        from llm_wiki.domain_state import domain_states  # deferred: only the inspector shows them
 
         view, change = self.view, self.change
         domains = change.domains if change is not None else None

@@ -36,7 +36,7 @@ class Pages:
 
     view: View
     out: Path
-    change: Any  # the build's _Change, None for a full build
+    change: Any  # the build's follow.Change, None for a full build
     states: list[list[Any]]  # each domain's consolidation state
     _deps: set[str]  # what the page being planned is made from
     _terms: dict[str, str]  # id -> its body words, filled as entry pages render
@@ -50,11 +50,22 @@ class Pages:
         def refs(self, ids: Any) -> list[dict[str, Any]]: ...
         def links(self, row: Row) -> dict[str, Any]: ...
 
-    @functools.cached_property
+    @property
     def _groups(self) -> dict[str, Any]:
-        """The visible rows grouped as the plan and the lists need them, in one pass (a rebuild
-        after any write needs them all): by domain, tag, actor and month (each newest first),
-        the raw sources cited and the rows citing an ADR file."""
+        """The visible rows grouped as the plan and the lists need them: by domain, tag, actor
+        and month (each newest first), the raw sources cited and the rows citing an ADR file."""
+        return self._pass[0]
+
+    @property
+    def _totals(self) -> dict[str, Any]:
+        """What the home page and the domain list count over every visible row."""
+        return self._pass[1]
+
+    @functools.cached_property
+    def _pass(self) -> tuple[dict[str, Any], dict[str, Any]]:
+        """The groups and the totals, in one pass over the rows, each field read once (a
+        rebuild after any write needs them all: the plan, the home page, the domain list)."""
+        superseded = self.view.superseded_by
         by_domain: dict[str, list[Row]] = {}
         tags: dict[str, list[Row]] = {}
         actors: dict[str, list[Row]] = {}
@@ -64,17 +75,21 @@ class Pages:
         incidents: list[Row] = []
         syntheses: list[Row] = []
         archived: dict[str, list[Row]] = {}
+        by_status: Counter[str] = Counter()
+        months: dict[str, Counter[str]] = {}
+        domains: dict[str, dict[str, Any]] = {}
+        proposed = []
         for row in self.view.rows:
-            kind = row.type
+            kind, date, domain = row.type, row.date, row.domain
             if kind == "incident":
                 incidents.append(row)
             elif kind == "synthesis" and row.origin == "consolidated":
                 syntheses.append(row)
             if row.archive:
                 archived.setdefault(row.archive, []).append(row)
-            got = by_domain.get(row.domain)
+            got = by_domain.get(domain)
             if got is None:
-                by_domain[row.domain] = [row]
+                by_domain[domain] = [row]
             else:
                 got.append(row)
             if row.tags:
@@ -91,7 +106,7 @@ class Pages:
                         actors[a] = [row]
                     else:
                         got.append(row)
-            month = row.date[:7]
+            month = date[:7]
             got = by_month.get(month)
             if got is None:
                 by_month[month] = [row]
@@ -107,7 +122,24 @@ class Pages:
                         cites_adr = True
                 if cites_adr:
                     adr.append(row)
-        return {
+            status = "superseded" if superseded.get(row.id) else row.status
+            by_status[status] += 1
+            counts = months.get(kind)
+            if counts is None:
+                counts = months[kind] = Counter()
+            counts[month] += 1
+            d = domains.get(domain)
+            if d is None:
+                d = domains[domain] = {"name": domain, "entries": 0, "current": 0, "latest": ""}
+            d["entries"] += 1
+            if kind == "decision":
+                if status == "active":
+                    d["current"] += 1
+                elif status == "proposed":
+                    proposed.append(row)
+            if date > d["latest"]:
+                d["latest"] = date
+        groups = {
             "domain": by_domain,
             "tag": tags,
             "actor": actors,
@@ -120,6 +152,17 @@ class Pages:
             "synthesis": syntheses,
             "archive": archived,
         }
+        by_type: Counter[str] = Counter()
+        for kind, counts in months.items():
+            by_type[kind] = sum(counts.values())
+        totals = {
+            "by_type": dict(sorted(by_type.items())),
+            "by_status": dict(sorted(by_status.items())),
+            "months": {t: dict(sorted(c.items())) for t, c in sorted(months.items())},
+            "domains": [domains[k] for k in sorted(domains)],
+            "proposed": proposed,
+        }
+        return groups, totals
 
     def subjects(self) -> tuple[dict[str, list[Row]], dict[str, list[Row]]]:
         groups = self._groups
@@ -130,45 +173,6 @@ class Pages:
         for r in rows:
             counts.setdefault(r.type, Counter())[r.date[:7]] += 1
         return {t: dict(sorted(c.items())) for t, c in sorted(counts.items())}
-
-    @functools.cached_property
-    def _totals(self) -> dict[str, Any]:
-        """What the home page and the domain list count over every visible row, in one pass
-        (a rebuild after any write plans both again)."""
-        superseded = self.view.superseded_by
-        by_type: Counter[str] = Counter()
-        by_status: Counter[str] = Counter()
-        months: dict[str, Counter[str]] = {}
-        domains: dict[str, dict[str, Any]] = {}
-        proposed = []
-        for r in self.view.rows:  # (each field read once: a state row's are read by index)
-            kind, date, domain = r.type, r.date, r.domain
-            status = "superseded" if superseded.get(r.id) else r.status
-            by_status[status] += 1
-            counts = months.get(kind)
-            if counts is None:
-                counts = months[kind] = Counter()
-            counts[date[:7]] += 1
-            d = domains.get(domain)
-            if d is None:
-                d = domains[domain] = {"name": domain, "entries": 0, "current": 0, "latest": ""}
-            d["entries"] += 1
-            if kind == "decision":
-                if status == "active":
-                    d["current"] += 1
-                elif status == "proposed":
-                    proposed.append(r)
-            if date > d["latest"]:
-                d["latest"] = date
-        for kind, counts in months.items():
-            by_type[kind] = sum(counts.values())
-        return {
-            "by_type": dict(sorted(by_type.items())),
-            "by_status": dict(sorted(by_status.items())),
-            "months": {t: dict(sorted(c.items())) for t, c in sorted(months.items())},
-            "domains": [domains[k] for k in sorted(domains)],
-            "proposed": proposed,
-        }
 
     def home(self) -> dict[str, Any]:
         view = self.view

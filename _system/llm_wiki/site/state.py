@@ -17,10 +17,13 @@ code or another reader, a catalog the scan rebuilt (a new ``generation``), log.m
 the offset (git merged lines in), a log line of another kind than write, lint, ingest or
 consolidate-skip, a changed access.yaml, settings.yaml or schema.md, or a change in archive/.
 The file is written with marshal (plain data only: loading 10,000 rows takes a few tens of ms,
-where the catalog's rows with their JSON columns take ~0.4 s). A build that followed the log does
+where the catalog's rows with their JSON columns take ~0.4 s): its small values, then each BIG
+value as marshal bytes of its own, read only when first asked for (:class:`_State`), so that a
+rebuild with nothing changed unmarshals the file hashes alone. A build that followed the log does
 not write it again: it appends what it changed (the new log lines, rows, keys, page keys and file
-hashes; the small values whole) to ``<key>.log`` beside it, one marshal record per build, and the
-next build loads the file and replays the records. Each record names the file's ``epoch`` (a
+hashes; the small values whole) to ``<key>.log`` beside it, one marshal record per build after
+its length, and the next build loads the file and replays the records (onto each big value when
+it is read). Each record names the file's ``epoch`` (a
 random token written with it) and the manifest it starts from and the one it leaves, so a record
 of another file, one left by a build that died, or a fork of two racing builds breaks the chain
 and the next build is a full one. Once the records hold a quarter of the file's bytes (or
@@ -31,10 +34,10 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
-import io
 import marshal
 import operator
 import os
+import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -45,12 +48,20 @@ from llm_wiki.entries import Alternative
 from llm_wiki.wiki import Wiki
 
 FOLDER = "site-state"
-VERSION = 4
+VERSION = 5
 MAX_RECORDS = 200
+# The big values, each kept as marshal bytes of its own inside the file and read back only when
+# first asked for (see _State): a rebuild with nothing changed reads few of them, and many small
+# loads cost less than one of the whole (marshal's table of shared objects stays small).
+BIG = ("rows", "lines", "logged", "keys", "deps", "files")
+# The file: the byte length of the small values' marshal, those, then each BIG value's bytes (their
+# lengths among the small values); the log: each record as its byte length and its marshal
+# (marshal.loads of a slice: marshal.load from a file object reads it a few bytes at a time).
+_HEAD = 8
 # What a record holds whole (small values); the big ones go as what changed (see append).
 SMALL = (
     "code", "reader", "manifest", "generation", "hard", "soft", "raw", "log_offset", "log_tail",
-    "skips", "states", "notes", "archives", "verify",
+    "skips", "states", "notes", "pages", "entries", "archives", "verify",
 )  # fmt: skip
 # log.md operations a build can follow line by line; any other one means a full build.
 FOLLOWED_OPS = frozenset({"write", "lint", "ingest", "consolidate-skip"})
@@ -60,11 +71,23 @@ _ALT = _FIELDS.index("alternatives")
 _LINE = _FIELDS.index("line")
 
 
+# Fields whose values repeat from row to row (a type, a date, a domain...): kept as one shared
+# string each, which marshal then writes once and reads back as the same object.
+_SHARED = tuple(_FIELDS.index(n) for n in ("type", "date", "domain", "scope", "status", "origin"))
+_SHARED_TUPLES = tuple(_FIELDS.index(n) for n in ("tags", "actors"))
+
+
 def row_tuple(row: Row) -> tuple[Any, ...]:
     """A row as plain data (its rendered index line left out: no page shows it)."""
     values = [getattr(row, name) for name in _FIELDS]
     values[_ALT] = tuple((a.id, a.rejected_because) for a in row.alternatives)
     values[_LINE] = ""
+    for i in _SHARED:
+        if type(values[i]) is str:
+            values[i] = sys.intern(values[i])
+    for i in _SHARED_TUPLES:
+        if values[i]:
+            values[i] = tuple([sys.intern(v) if type(v) is str else v for v in values[i]])
     return tuple(values)
 
 
@@ -94,9 +117,17 @@ class StateRow(tuple, Row):  # type: ignore[misc]
         return (tuple_row, (tuple(self),))
 
 
+try:  # namedtuple's field reader (C): half the cost of property(itemgetter), read ~10^5 times
+    from collections import _tuplegetter  # type: ignore[attr-defined]
+except ImportError:  # pragma: no cover (another Python)
+
+    def _tuplegetter(index: int, doc: str) -> Any:
+        return property(operator.itemgetter(index), doc=doc)
+
+
 for _i, _name in enumerate(_FIELDS):
     if _name != "alternatives":
-        setattr(StateRow, _name, property(operator.itemgetter(_i)))
+        setattr(StateRow, _name, _tuplegetter(_i, f"Row.{_name}"))
 del _i, _name
 
 
@@ -161,6 +192,24 @@ def state_path(wiki: Wiki, out: Path) -> Path:
     return wiki.state_dir / FOLDER / hashlib.sha256(str(out).encode()).hexdigest()[:32]
 
 
+class _State(dict):  # type: ignore[type-arg]
+    """The state as loaded: each of the BIG values is read from its bytes when first asked for,
+    and the appended records' changes to it applied then, in order."""
+
+    blobs: dict[str, memoryview]
+    pending: list[dict[str, Any]]
+
+    def __missing__(self, key: str) -> Any:
+        blob = self.blobs.pop(key, None)
+        if blob is None:
+            raise KeyError(key)
+        value = marshal.loads(blob)
+        for rec in self.pending:
+            _apply(key, value, rec)
+        self[key] = value
+        return value
+
+
 def load(path: Path, code: str, reader: str, manifest_sha: str) -> dict[str, Any] | None:
     """The last build's state, if it was written by this code for this reader alongside the
     manifest now in the folder; else None (a full build). The records appended since the file was
@@ -169,13 +218,23 @@ def load(path: Path, code: str, reader: str, manifest_sha: str) -> dict[str, Any
     ``log_bytes`` says how much the records hold."""
     try:
         base = path.read_bytes()
-        data = marshal.loads(base)
-    except (OSError, EOFError, ValueError, TypeError):
+        view = memoryview(base)
+        size = int.from_bytes(view[:_HEAD], "little")
+        top = marshal.loads(view[_HEAD : _HEAD + size])
+        if not isinstance(top, dict) or top.get("version") != VERSION:
+            return None
+        if (top.get("code"), top.get("reader")) != (code, reader):
+            return None
+        blobs, at = {}, _HEAD + size
+        for name, n in zip(BIG, top.pop("sections"), strict=True):
+            blobs[name], at = view[at : at + n], at + n
+    except (OSError, EOFError, ValueError, TypeError, KeyError):
         return None
-    if not isinstance(data, dict) or data.get("version") != VERSION:
+    if at != len(base):
         return None
-    if (data.get("code"), data.get("reader")) != (code, reader):
-        return None
+    data = _State(top)
+    data.blobs = blobs
+    data.pending = []
     data["rows_delta"] = {}
     data["records"] = 0
     data["log_bytes"] = 0
@@ -193,35 +252,45 @@ def load(path: Path, code: str, reader: str, manifest_sha: str) -> dict[str, Any
     return data
 
 
-def _replay(data: dict[str, Any], records: bytes) -> bool:
-    """Apply the appended records in order; False if one does not follow from the state before
-    it (or cannot be read)."""
-    stream = io.BytesIO(records)
-    rows, lines, logged = data["rows_delta"], data["lines"], data["logged"]
-    keys, deps, files = data["keys"], data["deps"], data["files"]
-    while stream.tell() < len(records):
+def _replay(data: _State, records: bytes) -> bool:
+    """Read the appended records in order, each applied to the small values now and kept for
+    the big ones (see _State); False if one does not follow from the state before it (or cannot
+    be read)."""
+    view, at = memoryview(records), 0
+    rows = data["rows_delta"]
+    while at < len(records):
+        size = int.from_bytes(view[at : at + _HEAD], "little")
+        at += _HEAD
+        if at + size > len(records):
+            return False  # torn
         try:
-            rec = marshal.load(stream)
+            rec = marshal.loads(view[at : at + size])
         except (EOFError, ValueError, TypeError):
             return False
+        at += size
         if not isinstance(rec, dict) or rec.get("epoch") != data.get("epoch"):
             return False
-        if rec.get("from") != data.get("manifest") or rec.get("keys_at") != len(keys):
+        if rec.get("from") != data.get("manifest") or rec.get("keys_at") != data["keys_len"]:
             return False
         for name in SMALL:
             data[name] = rec[name]
         rows.update(rec["rows"])
-        lines.extend(rec["lines"])
-        logged.update(rec["logged"])
-        keys.extend(rec["keys"])
-        deps.update(rec["deps"])
-        for page in rec["deps_gone"]:
-            deps.pop(page, None)
-        files.update(rec["files"])
-        for rel in rec["files_gone"]:
-            files.pop(rel, None)
+        data["keys_len"] += len(rec["keys"])
+        data.pending.append(rec)
         data["records"] += 1
     return True
+
+
+def _apply(name: str, value: Any, rec: dict[str, Any]) -> None:
+    """One record's changes to the big value ``name`` (its rows go to ``rows_delta``)."""
+    if name in ("lines", "keys"):
+        value.extend(rec[name])
+    elif name == "logged":
+        value.update(rec["logged"])
+    elif name in ("deps", "files"):
+        value.update(rec[name])
+        for gone in rec[f"{name}_gone"]:
+            value.pop(gone, None)
 
 
 def _log_path(path: Path) -> Path:
@@ -238,8 +307,15 @@ def save(path: Path, make: Callable[[int], dict[str, Any]]) -> None:
         with open(tmp, "wb") as fh:
             data = make(os.fstat(fh.fileno()).st_mtime_ns)
             data = {**data, "version": VERSION, "epoch": os.urandom(8).hex()}
-            data.pop("rows_delta", None)
-            fh.write(marshal.dumps(data))
+            data["keys_len"] = len(data["keys"])
+            data["logged"] = dict(data["logged"])  # (a rebuild's is the new lines' over the last)
+            blobs = [marshal.dumps(data.pop(name)) for name in BIG]
+            data["sections"] = [len(b) for b in blobs]
+            head = marshal.dumps(data)
+            fh.write(len(head).to_bytes(_HEAD, "little"))
+            fh.write(head)
+            for blob in blobs:
+                fh.write(blob)
         os.replace(tmp, path)
     except BaseException:
         with contextlib.suppress(FileNotFoundError):
@@ -284,7 +360,8 @@ def append(
             files_gone=[r for r in old_files if r not in files],
         )
         record["from"] = prev["manifest"]
-        fh.write(marshal.dumps(record))
+        data = marshal.dumps(record)
+        fh.write(len(data).to_bytes(_HEAD, "little") + data)
 
 
 def drop(path: Path) -> None:

@@ -58,23 +58,23 @@ class View:
 
     def __post_init__(self) -> None:
         self.by_id = visible = {r.id: r for r in self.rows}
-        # (most rows relate to nothing: the empty tuple is shared, not built per row)
-        self.supersedes = {
-            r.id: tuple([o for o in r.supersedes if o in visible]) if r.supersedes else ()
-            for r in self.rows
-        }
-        self.superseded_by = {
-            r.id: tuple([n for n in r.superseded_by if n in visible]) if r.superseded_by else ()
-            for r in self.rows
-        }
-        self.cites = {
-            r.id: tuple([s for s in r.sources if s in visible]) if r.sources else ()
-            for r in self.rows
-        }
+        # (most rows relate to nothing: the empty tuple is shared, not built per row; one pass,
+        # each field read once)
+        older: dict[str, tuple[str, ...]] = {}
+        newer: dict[str, tuple[str, ...]] = {}
+        cites: dict[str, tuple[str, ...]] = {}
         cited: dict[str, list[str]] = {}
-        for entry_id, sources in self.cites.items():
-            for s in sources:
-                cited.setdefault(s, []).append(entry_id)
+        self.supersedes, self.superseded_by, self.cites = older, newer, cites
+        for r in self.rows:
+            i, olds, news, sources = r.id, r.supersedes, r.superseded_by, r.sources
+            older[i] = tuple([o for o in olds if o in visible]) if olds else ()
+            newer[i] = tuple([n for n in news if n in visible]) if news else ()
+            if sources:
+                cites[i] = shown = tuple([s for s in sources if s in visible])
+                for s in shown:
+                    cited.setdefault(s, []).append(i)
+            else:
+                cites[i] = ()
         self.cited_by = {k: tuple(sorted(v)) for k, v in cited.items()}
 
     # -- entries
@@ -186,7 +186,7 @@ class View:
     @functools.cached_property
     def domain_states(self) -> list[Any]:
         """Consolidation state of each (scope, domain) this reader may write."""
-        from llm_wiki.consolidate import domain_states  # deferred: the nightly job's module
+        from llm_wiki.domain_state import domain_states  # deferred: only the inspector shows them
 
         try:
             return domain_states(self.wiki, self.viewer, self.rows)
