@@ -5,9 +5,11 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -19,6 +21,62 @@ SRC = REPO / "_system"
 # has them.
 CORPORA = REPO / "tests" / "data" / "corpora"
 EVAL = REPO / "tests" / "data" / "eval"
+
+
+def pytest_configure(config):
+    # Most tests wait on fsync (every write, index file and log line is synced), not on the CPU:
+    # on a busy disk a test takes several times as long in /tmp as in RAM. So the tests'
+    # temporary folders (tmp_path, and tempfile's in this process) live on /dev/shm when it is a
+    # writable tmpfs with room to spare; the product still calls fsync, which returns at once
+    # there. --basetemp or PYTEST_DEBUG_TEMPROOT (pytest's own variable) chooses another place.
+    shm = "/dev/shm"
+    if config.option.basetemp is None and "PYTEST_DEBUG_TEMPROOT" not in os.environ:
+        try:
+            fs = os.statvfs(shm)
+            room = fs.f_bavail * fs.f_frsize
+        except OSError:
+            room = 0
+        if room >= 4 << 30 and os.access(shm, os.W_OK | os.X_OK):
+            os.environ["PYTEST_DEBUG_TEMPROOT"] = shm  # xdist's workers inherit it
+    if os.environ.get("PYTEST_DEBUG_TEMPROOT"):
+        tempfile.tempdir = os.environ["PYTEST_DEBUG_TEMPROOT"]
+    # Bytecode caches, even where PYTHONDONTWRITEBYTECODE is set: without them this process (and
+    # each xdist worker) rewrites every test module's asserts again, and every `python` the tests
+    # start compiles the modules it imports from tests/ again (~18 s of CPU in the fast loop).
+    # The caches are __pycache__ folders, which git ignores.
+    os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
+    sys.dont_write_bytecode = False
+
+
+def fast_loop(config) -> bool:
+    """``-m "not slow"``: the developer's fast loop (README, "Try it")."""
+    return bool(re.search(r"\bnot\s+slow\b", config.option.markexpr or ""))
+
+
+def examples(config, n: int) -> int:
+    """How many of a property test's ``n`` examples to run: all of them, but a tenth (rounded
+    up) in the fast loop; the full run (``pytest``, CI) runs them all."""
+    return -(-n // 10) if fast_loop(config) else n
+
+
+def pytest_collection_modifyitems(config, items):
+    """The fast loop's share of examples (``examples``) for every Hypothesis test. Hypothesis
+    keeps a test's settings on the test function and reads them when the test runs, so they
+    are replaced there, once per function."""
+    if not fast_loop(config):
+        return
+    from hypothesis import settings
+
+    done = set()
+    for item in items:
+        test = getattr(item, "obj", None)
+        current = getattr(test, "_hypothesis_internal_use_settings", None)
+        if current is None or id(test) in done:
+            continue
+        done.add(id(test))
+        fewer = examples(config, current.max_examples)
+        if fewer < current.max_examples:
+            test._hypothesis_internal_use_settings = settings(current, max_examples=fewer)
 
 
 @pytest.fixture(autouse=True)
@@ -89,6 +147,32 @@ class Cli:
 @pytest.fixture
 def cli(wiki_path) -> Cli:
     return Cli(wiki_path)
+
+
+@pytest.fixture(scope="session")
+def _built_wikis() -> dict[str, Path]:
+    return {}
+
+
+@pytest.fixture
+def built_wiki(wiki_path, _built_wikis, tmp_path_factory):
+    """``built_wiki(name, build)``: the test's wiki (``wiki_path``) becomes a copy of a wiki that
+    ``build(cli)`` filled once per session, so tests that read the same imported records do not
+    each pay seconds to import them; each test may write to its own copy. Returns its ``cli``."""
+
+    def use(name: str, build) -> Cli:
+        if name not in _built_wikis:
+            from llm_wiki.create import init_wiki
+
+            root = tmp_path_factory.mktemp(f"built-{name}") / "wiki"
+            init_wiki(root)
+            build(Cli(root))
+            _built_wikis[name] = root
+        shutil.rmtree(wiki_path)
+        shutil.copytree(_built_wikis[name], wiki_path, symlinks=True)
+        return Cli(wiki_path)
+
+    return use
 
 
 def subprocess_env(**extra: str) -> dict[str, str]:

@@ -62,10 +62,12 @@ def imported(cli, folder: Path, *args: str) -> dict:
 
 
 @pytest.fixture
-def nygard(cli):
-    cli("import-adr", str(TDR), "--domain", "tdr")
-    cli("import-adr", str(MOJ), "--domain", "cloud-platform")
-    return by_file(cli)
+def nygard(built_wiki):
+    def build(cli):
+        cli("import-adr", str(TDR), "--domain", "tdr")
+        cli("import-adr", str(MOJ), "--domain", "cloud-platform")
+
+    return by_file(built_wiki("adr-nygard", build))
 
 
 # --------------------------------------------------------------------------- fields and dates

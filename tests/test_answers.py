@@ -18,12 +18,14 @@ MADR = CORPORA / "adr__madr"
 
 
 @pytest.fixture
-def records(cli):
-    cli("import-adr", str(MOJ), "--domain", "cloud-platform")
-    cli("import-adr", str(TDR), "--domain", "tdr")
-    cli("import-adr", str(L4B), "--domain", "log4brains", "--recursive")
-    cli("import-adr", str(MADR), "--domain", "madr")
-    return cli
+def records(built_wiki):
+    def build(cli):
+        cli("import-adr", str(MOJ), "--domain", "cloud-platform")
+        cli("import-adr", str(TDR), "--domain", "tdr")
+        cli("import-adr", str(L4B), "--domain", "log4brains", "--recursive")
+        cli("import-adr", str(MADR), "--domain", "madr")
+
+    return built_wiki("answers-records", build)
 
 
 def ask(cli, question: str) -> tuple[str, dict]:
@@ -141,11 +143,13 @@ ARACHNE = CORPORA / "arachne-framework__architecture"
 
 
 @pytest.fixture
-def more_records(cli):
-    cli("import-adr", str(IDENTUS), "--domain", "identus")
-    cli("import-adr", str(KUMA), "--domain", "kuma", "--recursive")
-    cli("import-adr", str(ARACHNE), "--domain", "arachne")
-    return cli
+def more_records(built_wiki):
+    def build(cli):
+        cli("import-adr", str(IDENTUS), "--domain", "identus")
+        cli("import-adr", str(KUMA), "--domain", "kuma", "--recursive")
+        cli("import-adr", str(ARACHNE), "--domain", "arachne")
+
+    return built_wiki("answers-more-records", build)
 
 
 def test_why_states_the_chosen_option_with_its_because_clause(more_records):
@@ -250,11 +254,13 @@ JABREF = CORPORA / "JabRef__jabref"
 
 
 @pytest.fixture
-def other_records(cli):
-    cli("import-adr", str(GSP), "--domain", "gsp")
-    cli("import-adr", str(JABREF), "--domain", "jabref")
-    cli("import-adr", str(KUMA), "--domain", "kuma", "--recursive")
-    return cli
+def other_records(built_wiki):
+    def build(cli):
+        cli("import-adr", str(GSP), "--domain", "gsp")
+        cli("import-adr", str(JABREF), "--domain", "jabref")
+        cli("import-adr", str(KUMA), "--domain", "kuma", "--recursive")
+
+    return built_wiki("answers-other-records", build)
 
 
 def test_why_quotes_a_list_of_reasons_the_context_opens_not_the_decisions_what(records):

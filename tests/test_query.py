@@ -8,7 +8,7 @@ import re
 
 import pytest
 
-from conftest import write_args
+from conftest import examples, write_args
 
 JSON_KEYS = {
     "answer",
@@ -486,7 +486,7 @@ def test_hidden_entries_never_reach_a_prompt_or_an_answer(cli, wiki_path, mock):
 WORDS = ["ledger", "postgres", "queue", "kafka", "billing", "refund", "keys", "deploy", "cache"]
 
 
-def test_property_replaced_decisions_never_rank_above_replacements(tmp_path_factory):
+def test_property_replaced_decisions_never_rank_above_replacements(tmp_path_factory, request):
     """Any archive with supersession chains, any question about now: every entry that replaced
     a ranked entry is ranked before it; any question about the old design: every entry that a
     ranked entry replaced is ranked before it."""
@@ -505,7 +505,11 @@ def test_property_replaced_decisions_never_rank_above_replacements(tmp_path_fact
         st.lists(st.sampled_from(WORDS), min_size=1, max_size=4), st.integers(0, 10)
     )
 
-    @settings(max_examples=20, deadline=None, suppress_health_check=list(HealthCheck))
+    @settings(
+        max_examples=examples(request.config, 20),  # a tenth in the fast loop (conftest)
+        deadline=None,
+        suppress_health_check=list(HealthCheck),
+    )
     @given(
         st.lists(entry_spec, min_size=2, max_size=8),
         st.lists(st.sampled_from(WORDS), min_size=1, max_size=3),

@@ -104,7 +104,7 @@ LINKS = """() => {
 }"""
 
 
-@pytest.mark.parametrize("name", ["example", "corpora"])
+@pytest.mark.parametrize("name", ["example", pytest.param("corpora", marks=pytest.mark.slow)])
 def test_a_crawl_from_the_home_page_finds_every_page_and_no_missing_one(sites, page, name):
     site = sites[name]
     todo, seen, missing = [url(site, "index.html")], set(), []
@@ -210,6 +210,7 @@ def test_pages_render_with_javascript_off(sites, browser):
     context.close()
 
 
+@pytest.mark.slow  # opens some 100 pages of two sites
 def test_no_request_leaves_the_site(sites, browser):
     context = browser.new_context()
     requests: list[str] = []

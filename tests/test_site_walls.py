@@ -11,6 +11,7 @@ import os
 
 import site_world
 import walls_world
+from conftest import examples as share_of_examples
 
 EXAMPLES = int(os.environ.get("LLM_WIKI_SITE_WALLS_EXAMPLES", "20"))
 
@@ -19,7 +20,8 @@ def run_property(examples: int, monkeypatch) -> site_world.Tally:
     return walls_world.run_property(site_world, examples, monkeypatch, "site-walls-")
 
 
-def test_property_no_site_shows_what_its_reader_may_not_read(monkeypatch):
-    tally = run_property(EXAMPLES, monkeypatch)
+def test_property_no_site_shows_what_its_reader_may_not_read(monkeypatch, request):
+    n = share_of_examples(request.config, EXAMPLES)  # a tenth in the fast loop (conftest)
+    tally = run_property(n, monkeypatch)
     print(tally.line())
-    assert tally.cases == EXAMPLES and not tally.leaks
+    assert tally.cases == n and not tally.leaks

@@ -79,6 +79,7 @@ def shell_env(tmp_path, example_wiki):
         "LLM_WIKI_DIR": str(example_wiki),
         "LLM_WIKI_NOW": NOW,
         "LC_ALL": "C.UTF-8",
+        "LLM_WIKI_EMBEDDINGS": "off",  # as conftest's subprocess_env: lexical, extra or not
     }
 
 

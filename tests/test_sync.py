@@ -15,6 +15,11 @@ pytestmark = pytest.mark.usefixtures("git_identity")  # commits need an author (
 @pytest.fixture
 def origin(tmp_path, monkeypatch):
     """A bare repository holding a wiki with two decisions, each superseded in January."""
+    return make_origin(tmp_path, monkeypatch)
+
+
+def make_origin(tmp_path, monkeypatch):
+    """``origin`` in ``tmp_path``: returns (the bare repository, the two decisions' ids)."""
     bare = tmp_path / "origin.git"
     git(tmp_path, "init", "--quiet", "--bare", "-b", "main", str(bare))
     seed = tmp_path / "seed"

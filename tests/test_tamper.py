@@ -7,25 +7,46 @@ from __future__ import annotations
 
 import hashlib
 import os
+import shutil
 
 import pytest
 
-from conftest import git, write_args
-from test_sync import clone, origin  # noqa: F401 - fixtures
+from conftest import Cli, git, write_args
+from test_sync import clone, make_origin
 
 pytestmark = pytest.mark.usefixtures("git_identity")  # commits need an author (conftest)
 
 
+@pytest.fixture(scope="module")
+def _built_pair() -> dict:
+    return {}
+
+
 @pytest.fixture
-def pair(tmp_path, origin, monkeypatch):  # noqa: F811 - the fixture imported above
-    bare, ids = origin
-    one, cli1 = clone(tmp_path, bare, "one")
-    two, cli2 = clone(tmp_path, bare, "two")
+def pair(tmp_path, monkeypatch, tmp_path_factory, _built_pair):
+    """origin.git, its seed and two clones of it in ``tmp_path``, the first clone's write synced
+    to the second. Built once for the module (git and sync take half a second), then copied into
+    each test's ``tmp_path`` with the clones' remote pointed at the copy of origin.git."""
+    if not _built_pair:
+        root = tmp_path_factory.mktemp("pair")
+        bare, _ = make_origin(root, monkeypatch)
+        _, cli1 = clone(root, bare, "one")
+        _, cli2 = clone(root, bare, "two")
+        monkeypatch.setenv("LLM_WIKI_NOW", "2026-03-01")
+        x = cli1.json(*write_args("Keep the ledger in Postgres", domain="ledger"))
+        assert cli1.json("sync")["pushed"]
+        assert cli2.json("sync")["pulled"] == 1
+        _built_pair.update(root=root, x=x)
+    root = _built_pair["root"]
+    shutil.copytree(root, tmp_path, symlinks=True, dirs_exist_ok=True)
+    for name in ("seed", "one", "two"):
+        config = tmp_path / name / ".git" / "config"
+        text = config.read_text()
+        assert str(root / "origin.git") in text
+        config.write_text(text.replace(str(root / "origin.git"), str(tmp_path / "origin.git")))
     monkeypatch.setenv("LLM_WIKI_NOW", "2026-03-01")
-    x = cli1.json(*write_args("Keep the ledger in Postgres", domain="ledger"))
-    assert cli1.json("sync")["pushed"]
-    assert cli2.json("sync")["pulled"] == 1
-    return (one, cli1), (two, cli2), x
+    one, two = tmp_path / "one", tmp_path / "two"
+    return (one, Cli(one)), (two, Cli(two)), dict(_built_pair["x"])
 
 
 def _drop_entry_and_its_line(root, entry):

@@ -240,7 +240,13 @@ def _context(wiki: Wiki, viewer: Viewer, cwd: str, compact: bool, catalog: Catal
     inc_lines = _fit(
         [_line(r, many or not domains) for r in incidents], max(0, room // INCIDENT_SHARE)
     )
-    room -= estimate_tokens("\n".join(inc_lines)) + (12 if inc_lines else 0)
+    # each list's heading is costed as its longest spelling ("N of M"), so the total never
+    # runs over the budget whatever the wiki's path and the domains' names add to it
+    of = f" in {', '.join(domains)}" if domains else ""
+    inc_head = f"Open incidents{of} ({n_incidents} of {n_incidents}):"
+    room -= estimate_tokens("\n".join(inc_lines)) + (
+        estimate_tokens(inc_head + "\n") + 1 if inc_lines else 0
+    )
 
     dec_lines: list[str] = []
     n_decisions = 0
@@ -255,7 +261,11 @@ def _context(wiki: Wiki, viewer: Viewer, cwd: str, compact: bool, catalog: Catal
             for r in catalog.rows(viewer, type="decision", domain=d, status="active", limit=want)
         ]
         rows.sort(key=lambda r: (r.date, r.id), reverse=True)
-        dec_lines = _fit([_line(r, many) for r in rows], room - 12)
+        names = ", ".join(domains)
+        dec_head = f"Current decisions in {names} ({n_decisions} of {n_decisions}, newest first):"
+        dec_lines = _fit(
+            [_line(r, many) for r in rows], room - estimate_tokens(dec_head + "\n") - 1
+        )
 
     body: list[str] = []
     if domains:
@@ -267,7 +277,6 @@ def _context(wiki: Wiki, viewer: Viewer, cwd: str, compact: bool, catalog: Catal
         else:
             body.append(f"No current decisions in {names} yet.")
     if inc_lines:
-        of = f" in {', '.join(domains)}" if domains else ""
         shown = f"{len(inc_lines)} of {n_incidents}" if len(inc_lines) < n_incidents else "all"
         body.append(f"Open incidents{of} ({shown}):")
         body += inc_lines
