@@ -24,6 +24,8 @@ EVAL = REPO / "tests" / "data" / "eval"
 
 
 def pytest_configure(config):
+    global FAST_LOOP
+    FAST_LOOP = fast_loop(config)
     # Most tests wait on fsync (every write, index file and log line is synced), not on the CPU:
     # on a busy disk a test takes several times as long in /tmp as in RAM. So the tests'
     # temporary folders (tmp_path, and tempfile's in this process) live on /dev/shm when it is a
@@ -48,35 +50,20 @@ def pytest_configure(config):
     sys.dont_write_bytecode = False
 
 
+FAST_LOOP = False  # set by pytest_configure: the -m expression leaves the slow tests out
+
+
 def fast_loop(config) -> bool:
     """``-m "not slow"``: the developer's fast loop (README, "Try it")."""
     return bool(re.search(r"\bnot\s+slow\b", config.option.markexpr or ""))
 
 
-def examples(config, n: int) -> int:
+def fewer(n: int) -> int:
     """How many of a property test's ``n`` examples to run: all of them, but a tenth (rounded
-    up) in the fast loop; the full run (``pytest``, CI) runs them all."""
-    return -(-n // 10) if fast_loop(config) else n
-
-
-def pytest_collection_modifyitems(config, items):
-    """The fast loop's share of examples (``examples``) for every Hypothesis test. Hypothesis
-    keeps a test's settings on the test function and reads them when the test runs, so they
-    are replaced there, once per function."""
-    if not fast_loop(config):
-        return
-    from hypothesis import settings
-
-    done = set()
-    for item in items:
-        test = getattr(item, "obj", None)
-        current = getattr(test, "_hypothesis_internal_use_settings", None)
-        if current is None or id(test) in done:
-            continue
-        done.add(id(test))
-        fewer = examples(config, current.max_examples)
-        if fewer < current.max_examples:
-            test._hypothesis_internal_use_settings = settings(current, max_examples=fewer)
+    up) in the fast loop; the full run (``pytest``, CI) runs them all. Property tests pass
+    ``max_examples=fewer(n)``: their modules are imported after ``pytest_configure`` set
+    :data:`FAST_LOOP`."""
+    return -(-n // 10) if FAST_LOOP else n
 
 
 @pytest.fixture(autouse=True)

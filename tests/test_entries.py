@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from conftest import SRC
+from conftest import SRC, fewer
 from llm_wiki.entries import (
     Alternative,
     Entry,
@@ -93,7 +93,7 @@ def entries(draw):
     return entry_from_mapping(data)
 
 
-@settings(max_examples=500, deadline=None)
+@settings(max_examples=fewer(500), deadline=None)
 @given(entries())
 def test_parse_dump_round_trip(entry):
     text = dump_entry(entry)
@@ -158,7 +158,7 @@ def tricky_entries(draw):
     return dataclasses.replace(entry, **fields)
 
 
-@settings(max_examples=1500, deadline=None)
+@settings(max_examples=fewer(1500), deadline=None)
 @given(st.one_of(entries(), tricky_entries()))
 def test_fast_frontmatter_reads_what_dump_entry_writes_as_yaml_does(entry):
     from llm_wiki.entries import fast_frontmatter, split_frontmatter
@@ -208,7 +208,7 @@ def split_frontmatter_of(text):
     return split_frontmatter(text)
 
 
-@settings(max_examples=3000, deadline=None)
+@settings(max_examples=fewer(3000), deadline=None)
 @given(mangled_heads())
 def test_fast_frontmatter_agrees_with_yaml_or_steps_aside(head):
     """On any text, the fast path either gives exactly what YAML gives or returns None."""

@@ -10,7 +10,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from conftest import index_files, plant, remove_derived, write_args
+from conftest import fewer, index_files, plant, remove_derived, write_args
 
 
 def populate(cli, monkeypatch):
@@ -337,7 +337,9 @@ def write_plans(draw):
 
 
 @settings(
-    max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+    max_examples=fewer(40),
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture],
 )
 @given(plan=write_plans(), walls=st.booleans(), split_at=st.sampled_from([None, 1, 3]))
 def test_spliced_domain_files_equal_a_render(tmp_path_factory, plan, walls, split_at):

@@ -8,7 +8,7 @@ import re
 
 import pytest
 
-from conftest import examples, write_args
+from conftest import fewer, write_args
 
 JSON_KEYS = {
     "answer",
@@ -506,7 +506,7 @@ def test_property_replaced_decisions_never_rank_above_replacements(tmp_path_fact
     )
 
     @settings(
-        max_examples=examples(request.config, 20),  # a tenth in the fast loop (conftest)
+        max_examples=fewer(20),  # a tenth in the fast loop (conftest)
         deadline=None,
         suppress_health_check=list(HealthCheck),
     )

@@ -20,7 +20,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from conftest import Cli
+from conftest import Cli, fewer
 from llm_wiki.server import UNAUTHORIZED
 from serve_world import request, rpc, server_thread
 
@@ -154,7 +154,7 @@ def run(running, tokens, caller, action):
 
 
 @settings(
-    max_examples=60,
+    max_examples=fewer(60),
     deadline=None,
     suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
 )

@@ -23,7 +23,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from conftest import Cli
+from conftest import Cli, fewer
 from llm_wiki.create import init_wiki
 from llm_wiki.verify import HashCache
 
@@ -198,7 +198,7 @@ def short_pages(monkeypatch):
 
 
 @settings(
-    max_examples=CASES,
+    max_examples=fewer(CASES),
     deadline=None,
     suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
 )

@@ -11,7 +11,7 @@ import os
 
 import site_world
 import walls_world
-from conftest import examples as share_of_examples
+from conftest import fewer
 
 EXAMPLES = int(os.environ.get("LLM_WIKI_SITE_WALLS_EXAMPLES", "20"))
 
@@ -21,7 +21,7 @@ def run_property(examples: int, monkeypatch) -> site_world.Tally:
 
 
 def test_property_no_site_shows_what_its_reader_may_not_read(monkeypatch, request):
-    n = share_of_examples(request.config, EXAMPLES)  # a tenth in the fast loop (conftest)
+    n = fewer(EXAMPLES)  # a tenth in the fast loop (conftest)
     tally = run_property(n, monkeypatch)
     print(tally.line())
     assert tally.cases == n and not tally.leaks

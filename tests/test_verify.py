@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from conftest import write_args
+from conftest import fewer, write_args
 
 
 def test_clean_wiki_verifies(cli):
@@ -112,7 +112,7 @@ def _old_read_log(data: bytes, start: int = 0):
     return out
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=fewer(200), deadline=None)
 @given(
     lines=st.lists(
         st.tuples(st.sampled_from(_LOG_PIECES), st.sampled_from(["\n", "\r\n", "\r", "\n\n", ""])),
@@ -154,7 +154,7 @@ _MORE_PIECES = [
 ]
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=fewer(300), deadline=None)
 @given(
     lines=st.lists(
         st.tuples(
@@ -224,7 +224,7 @@ hand_steps = st.lists(
 )
 
 
-@settings(max_examples=15, deadline=None)
+@settings(max_examples=fewer(15), deadline=None)
 @given(steps=hand_steps)
 def test_verify_since_finds_what_verify_finds(tmp_path_factory, steps):
     """A site rebuild checks again only what changed since the last build (verify_since): after
