@@ -93,6 +93,9 @@ class HashCache:
         self.files: dict[str, tuple[int, int, int, int, str, bool]] = {}
         self.archives: dict[str, Any] = {}
         self.changed: set[str] = set()  # entry paths whose bytes differ from the last record
+        # entry path -> the bytes just read to hash it: the site shows those, without reading
+        # the file again (see View.body)
+        self.read: dict[str, bytes] = {}
 
     @staticmethod
     def key(st: os.stat_result) -> tuple[int, int, int, int]:
@@ -118,8 +121,7 @@ class HashCache:
         if self.holds(old, st):
             self.files[rel] = old
             return old[4]
-        with open(path, "rb") as fh:
-            data = fh.read()
+        data = self.read[rel] = store.read_whole(path)
         return self.record(rel, st, store.sha256_bulk(data))
 
     def record(self, rel: str, st: os.stat_result, sha: str) -> str:
@@ -519,8 +521,9 @@ def _verify(
             if digest.hex() != sha:
                 findings.append(Finding("edited", key.decode(), rel, KINDS["edited"]))
             elif not state & _PARSED:
+                got_data = hashes.read.get(rel)
                 try:
-                    data = read(path)
+                    data = read(path) if got_data is None else got_data
                 except FileNotFoundError:
                     continue
                 if not _parses(data, rel):
@@ -550,6 +553,7 @@ def _verify(
             digest = sha256(data).digest()
             if hashes is not None and stat is not None:  # its page is named by its sha256
                 hashes.record(rel, stat, digest.hex())
+                hashes.read[rel] = data
             if got is None:
                 findings.append(Finding("unlogged", key.decode(), rel, KINDS["unlogged"]))
             elif got[1] != digest:

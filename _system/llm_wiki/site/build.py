@@ -162,6 +162,9 @@ def _build_site(
 ) -> SiteResult:
     target = Path(out).expanduser().resolve() if out is not None else default_out(wiki, viewer)
     _check_out(wiki, target)
+    # no manifest: _check_out found the folder empty (or absent), so it will hold only the
+    # pages this build writes
+    empty = not (target / MANIFEST).exists()
     code = _code_fingerprint()
     reader = viewer.name if viewer.walls else ""
     try:
@@ -202,8 +205,10 @@ def _build_site(
             wiki, viewer, logged=inputs.logged, logged_to=inputs.offset, hashes=hashes
         )
     view.__dict__["verify"] = result
+    view.preread = hashes.read
     builder = _Builder(view, target, code, manifest_bytes, prev, change, inputs, hashes)
     builder.pause = pause
+    builder.empty = empty
     written, removed, pages = builder.run()
     if change is None:
         notes = write_graph_notes(view)
@@ -348,6 +353,7 @@ class _Builder(Pages):
         self._decisions: dict[str, dict[str, Any]] = {}
         self._body: tuple[str, str] = ("", "")
         self.force: set[str] = set()  # pages to plan again whatever their keys (first_moved)
+        self.empty = False  # the folder held nothing when the build began (see _build_site)
         self.states = self.domain_states()
 
     def domain_states(self) -> list[list[Any]]:
@@ -590,8 +596,9 @@ class _Builder(Pages):
             shown.done(skipped)
         removed = []
         stale = set(known) - set(pages)
-        if not known or died:  # a build died before its manifest named what it wrote:
-            # those files are on disk, named nowhere, and may be pages of wider walls
+        if died or (not known and not self.empty):  # a build died before its manifest named
+            # what it wrote: those files are on disk, named nowhere, and may be pages of wider
+            # walls (a folder that held nothing holds only this build's pages: not listed)
             stale = {
                 p.relative_to(self.out).as_posix()
                 for p in self.out.rglob("*")
@@ -757,7 +764,7 @@ class _Builder(Pages):
         """What rendering ``row``'s body will look up, for its page's context: each ``[id]`` it
         cites (linked only if visible) and, when it holds a link, the ADR file map (a relative
         link goes to the entry imported from that file). The body is kept for the render."""
-        body = self.view.body(row)
+        body = self.view.body(row, last=True)  # its page is the last to show it
         self._body = (row.id, body)
         cited = sorted(set(CITE_RE.findall(body)))
         by_id = self.view.by_id

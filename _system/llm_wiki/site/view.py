@@ -55,6 +55,9 @@ class View:
     cited_by: dict[str, tuple[str, ...]] = field(init=False)
     # log.md's lines (see :func:`digest`), when the caller already holds them
     lines: list[Line] | None = None
+    # entry path -> its file's bytes as this build's verify read them (see HashCache.read): a
+    # body is shown from those rather than read again
+    preread: dict[str, bytes] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         self.by_id = visible = {r.id: r for r in self.rows}
@@ -93,11 +96,16 @@ class View:
             if r.type == "incident" and self.status(r) == "active" and r.id not in resolved
         )
 
-    def body(self, row: Row) -> str:
+    def body(self, row: Row, last: bool = False) -> str:
         """The entry's markdown body, read from its file or archive (frontmatter not parsed:
-        the catalog row already holds it)."""
+        the catalog row already holds it); the bytes verify read of it when it did (``last``:
+        the last time they are asked for, so they are let go)."""
+        data = None
+        if not row.archive:
+            data = self.preread.pop(row.path, None) if last else self.preread.get(row.path)
         try:
-            data = read_entry_bytes(self.wiki, row.path, row.archive, row.archive_at)
+            if data is None:
+                data = read_entry_bytes(self.wiki, row.path, row.archive, row.archive_at)
         except FileNotFoundError:  # archived since the row was read
             try:
                 return read_entry(self.wiki, row)[0].body
