@@ -262,6 +262,32 @@ def test_a_status_that_sends_the_reader_to_a_later_record_is_a_replacement(cli, 
     assert out["links"].get("supersedes", 0) == 0 and out["links"]["relates-to"] == 1
 
 
+def test_a_status_that_says_see_also_or_related_to_makes_no_replacement(cli, tmp_path):
+    """A status's "See also" or "Related to" a later record says how the records relate (no
+    replacement): only a bare "see 019" sends the reader there instead."""
+    folder = tmp_path / "adr"
+    folder.mkdir()
+    statuses = {
+        1: "Superseded by [2. Use B](0002-use-b.md). See also [3. Use C](0003-use-c.md)",
+        2: "Accepted",
+        3: "Accepted",
+        4: "Deprecated. Related to [5. Use E](0005-use-e.md)",
+        5: "Accepted",
+    }
+    for n, status in statuses.items():
+        name = "ABCDE"[n - 1]
+        (folder / f"000{n}-use-{name.lower()}.md").write_text(
+            f"# {n}. Use {name}\n\nDate: 2020-0{n}-01\n\n## Status\n\n{status}\n\n"
+            f"## Context\n\nWe need {name}.\n\n## Decision\n\nUse {name}.\n"
+        )
+    out = imported(cli, folder, "--domain", "see-also")
+    ids = {r["file"]: r["id"] for r in out["records"]}
+    supersedes = {r["file"]: r["supersedes"] for r in out["records"]}
+    assert supersedes["0002-use-b.md"] == [ids["0001-use-a.md"]]  # as stated
+    assert supersedes["0003-use-c.md"] == [] and supersedes["0005-use-e.md"] == []
+    assert out["links"]["supersedes"] == 1 and out["links"]["relates-to"] == 2
+
+
 def test_adr_tools_spellings_and_typed_relations_are_kept(cli, tmp_path):
     govuk = imported(cli, GOVUK, "--domain", "govuk")
     assert govuk["links"]["amends"] == 1  # "Amends" / "Amended by", stated both ways: one relation

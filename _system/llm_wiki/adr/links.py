@@ -33,7 +33,7 @@ class Statement:
     kind: str  # superseded-by | supersedes | a relation kind | cites
     ref: str  # "file:<target>", "url:<url>" or "num:<n>"
     label: str  # the link's text, or the words naming the record
-    where: str  # frontmatter | title | status | status-note | header | text
+    where: str  # frontmatter | title | status | status-link | status-note | header | text
 
 
 _SPELL = r"super[sc]ee?d"  # supersed(e), superced(e) (adr-tools), superseed
@@ -206,8 +206,8 @@ def record_statements(
         named = {s.ref for s in got}
         if not bad:  # "Rejected (see [019](…))": the status points at a record
             refs, _ = refs_in(status_text, defs)
-            out += [
-                Statement("relates-to", r, label, "status")
+            out += [  # (no word for how: "status-link", which the importer may make more)
+                Statement("relates-to", r, label, "status-link")
                 for r, label in refs
                 if r not in named and _may_be_record(r)
             ]

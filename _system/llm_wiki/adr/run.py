@@ -323,8 +323,13 @@ def _points_to_replacement(stmt: Statement, record: Record, other: Record) -> bo
     "Superseded (see 0031)"), is replaced by it: the status sends the reader there instead. A
     status naming an earlier record ("Rejected: ADR-3 already covers it") says no such thing.
     So is a record whose note under its status says the decision is being left for a later one
-    (:func:`llm_wiki.adr.links.status_notes`)."""
-    ended = stmt.where == "status" and record.status in ("rejected", "deprecated", "superseded")
+    (:func:`llm_wiki.adr.links.status_notes`). A status that says how ("See also", "Related
+    to") names a relation, not a replacement."""
+    ended = stmt.where == "status-link" and record.status in (
+        "rejected",
+        "deprecated",
+        "superseded",
+    )
     if not ended and stmt.where != "status-note":
         return False
     if other.date != record.date:
