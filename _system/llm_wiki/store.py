@@ -11,7 +11,6 @@ from __future__ import annotations
 import contextlib
 import errno
 import functools
-import json
 import os
 import re
 from collections import namedtuple
@@ -188,6 +187,8 @@ def format_log_line(op: str, subject: str = "", **fields: object) -> str:
     for key, value in fields.items():
         text = str(value)
         if not text or any(c.isspace() or c in '"=' for c in text):
+            import json  # deferred: a write's fields (ids, hashes, paths) need no quoting
+
             text = json.dumps(text, ensure_ascii=False)
         parts.append(f"{key}={text}")
     return " ".join(parts)
@@ -201,7 +202,12 @@ def parse_log_line(line: str) -> LogLine | None:
     time, op, rest = match.group(1), match.group(2), match.group(3) or ""
     fields: dict[str, str] = {}
     for key, value in field_re.findall(rest):
-        fields[key] = json.loads(value) if value.startswith('"') else value
+        if value.startswith('"'):
+            import json  # deferred: as in format_log_line
+
+            fields[key] = json.loads(value)
+        else:
+            fields[key] = value
     head = rest.split(" ", 1)[0] if rest else ""
     subject = head if head and "=" not in head else ""
     return LogLine(time, op, subject, fields, line)

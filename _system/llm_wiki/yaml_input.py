@@ -13,7 +13,6 @@ all come through here (``llm_wiki.entries`` re-exports these names).
 from __future__ import annotations
 
 import functools
-import json
 import re
 from collections import namedtuple
 from collections.abc import Iterator
@@ -321,6 +320,8 @@ def _constructor() -> Any:
 def load_json(text: str, what: str, *, limits: YamlLimits = LIMITS) -> Any:
     """Parse JSON with numbers kept as written (:class:`Plain`), equal keys refused, and
     nesting bounded (json.loads dies with RecursionError on deep input)."""
+
+    import json  # deferred: start-up (only --from of a JSON file reads JSON)
 
     def pairs(items: list[tuple[str, Any]]) -> dict[str, Any]:
         out: dict[str, Any] = {}

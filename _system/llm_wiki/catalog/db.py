@@ -11,7 +11,6 @@ Only this package and the ranker (its FTS5 queries) write SQL against the catalo
 
 from __future__ import annotations
 
-import json
 import os
 import re
 import sqlite3
@@ -273,6 +272,8 @@ class Row(Frozen):
 
 
 def row_from_db(r: sqlite3.Row | tuple[Any, ...]) -> Row:
+    import json  # deferred: a write reads no row back (refresh._relink)
+
     (
         id_,
         path,
@@ -580,6 +581,8 @@ class Catalog:
 
     def sources(self, viewer: Viewer) -> Iterator[tuple[str, list[str]]]:
         """(id, sources) of every entry the viewer can read."""
+        import json  # deferred: as in row_from_db
+
         clause, params = viewer.sql_filter()
         for entry_id, sources in self.db.execute(
             f"SELECT id, sources FROM entries WHERE {clause}", params

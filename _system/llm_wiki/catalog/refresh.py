@@ -10,7 +10,6 @@ re-parses only files whose size or mtime changed. ``llm-wiki index`` always scan
 from __future__ import annotations
 
 import itertools
-import json
 import os
 import time
 from collections import namedtuple
@@ -24,6 +23,11 @@ from llm_wiki.entries import NAME_RE, Entry, decode_text, parse_entry
 from llm_wiki.errors import InvalidInput, WikiError
 from llm_wiki.records import Frozen
 from llm_wiki.wiki import Wiki
+
+try:  # json's own C string encoder, without json's ~0.8 ms import (see _json below)
+    from _json import encode_basestring
+except ImportError:  # pragma: no cover - not CPython
+    from json.encoder import py_encode_basestring as encode_basestring
 
 if TYPE_CHECKING:
     import llm_wiki.progress as progress
@@ -100,12 +104,33 @@ def entry_path_ok(rel: str) -> bool:
 
 
 def _json(values: Sequence[Any]) -> str:
-    """``json.dumps(values, ensure_ascii=False)``, without building an encoder per call (a full
-    build encodes seven lists per entry)."""
-    return _ENCODE(values) if values else "[]"
+    """``json.dumps(values, ensure_ascii=False)`` of a list of strings (or of lists of strings),
+    by the C function json itself encodes each string with, joined with json's separators: no
+    encoder per call (a full build encodes seven lists per entry), and a write loads no json.
+    Anything else goes through json."""
+    if not values:
+        return "[]"
+    parts = []
+    for value in values:
+        if isinstance(value, str):
+            parts.append(encode_basestring(value))
+        elif isinstance(value, (list, tuple)) and all(isinstance(v, str) for v in value):
+            parts.append("[" + ", ".join(map(encode_basestring, value)) + "]")
+        else:
+            return _dumps(values, ensure_ascii=False)
+    return "[" + ", ".join(parts) + "]"
 
 
-_ENCODE = json.JSONEncoder(ensure_ascii=False).encode
+def _dumps(value: Any, **options: Any) -> str:
+    import json  # deferred: a write without extra fields, resolves or relinks loads no json
+
+    return json.dumps(value, **options)
+
+
+def _loads(text: str) -> Any:
+    import json  # deferred: as _dumps
+
+    return json.loads(text)
 
 
 def _row_values(parsed: Parsed, superseded_by: str | None, line: str) -> tuple[Any, ...]:
@@ -133,12 +158,12 @@ def _row_values(parsed: Parsed, superseded_by: str | None, line: str) -> tuple[A
         _json(entry.supersedes),
         _json(entry.sources),
         _json([[a.id, a.rejected_because] for a in entry.alternatives_considered]),
-        json.dumps(dict(entry.extra), ensure_ascii=False, sort_keys=True) if entry.extra else None,
+        _dumps(dict(entry.extra), ensure_ascii=False, sort_keys=True) if entry.extra else None,
         len(entry.body),
         superseded_by,
         line,
         parsed.archive_at,
-        json.dumps(entry.resolves, ensure_ascii=False) if entry.resolves else None,
+        _dumps(entry.resolves, ensure_ascii=False) if entry.resolves else None,
     )
 
 
@@ -263,16 +288,27 @@ def _delete_id(catalog: Catalog, entry_id: str) -> None:
     catalog.db.execute("DELETE FROM actors WHERE id=?", (entry_id,))
 
 
-def _relink(catalog: Catalog, ids: Iterable[str]) -> set[str]:
-    """Recompute superseded_by and the cached line of ``ids``; return their domains."""
+def _relink(
+    catalog: Catalog, ids: Iterable[str], inserted: dict[str, Parsed] | None = None
+) -> set[str]:
+    """Recompute superseded_by and the cached line of ``ids``; return their domains.
+    ``inserted``: rows this change just inserted from these parsed files (id -> file), whose
+    fields are the entry's own, so their line is rendered from the entry (as a full build
+    renders it) without reading the row back and decoding its lists."""
     domains: set[str] = set()
     for entry_id in sorted(set(ids)):
-        got = catalog.db.execute(
-            f"SELECT {COLUMNS} FROM entries WHERE id=?", (entry_id,)
-        ).fetchone()
-        if got is None:
-            continue
-        row = row_from_db(got)
+        item = (inserted or {}).get(entry_id)
+        row: Any
+        if item is not None and item.entry is not None and item.path == item.entry.relpath:
+            row = item.entry
+        else:
+            got = catalog.db.execute(
+                f"SELECT {COLUMNS} FROM entries WHERE id=?", (entry_id,)
+            ).fetchone()
+            if got is None:
+                continue
+            row = row_from_db(got)
+            item = None
         newer = tuple(
             r[0]
             for r in catalog.db.execute(
@@ -281,10 +317,10 @@ def _relink(catalog: Catalog, ids: Iterable[str]) -> set[str]:
                 (entry_id, row.scope),
             )
         )
-        line = render_line(row, newer, row.archive)
+        line = render_line(row, newer, row.archive if item is None else item.archive)
         catalog.db.execute(
             "UPDATE entries SET superseded_by=?, line=? WHERE id=?",
-            (json.dumps(newer) if newer else None, line, entry_id),
+            (_dumps(newer) if newer else None, line, entry_id),
         )
         domains.add(row.domain)
     return domains
@@ -294,14 +330,16 @@ def apply(catalog: Catalog, parsed: Iterable[Parsed], removed: Iterable[str] = (
     """Upsert parsed files and drop removed paths; return the domains whose files changed."""
     domains: set[str] = set()
     relink: set[str] = set()
+    inserted: dict[str, Parsed] = {}  # id -> the file its row was just made from
 
     def forget(entry_id: str) -> None:
+        inserted.pop(entry_id, None)
         got = catalog.db.execute(
             "SELECT domain, supersedes FROM entries WHERE id=?", (entry_id,)
         ).fetchone()
         if got is not None:
             domains.add(got[0])
-            relink.update(json.loads(got[1]))
+            relink.update(_loads(got[1]))
             _delete_id(catalog, entry_id)
 
     def id_at(path: str) -> str | None:
@@ -335,10 +373,11 @@ def apply(catalog: Catalog, parsed: Iterable[Parsed], removed: Iterable[str] = (
             continue
         forget(item.entry.id)
         _insert(catalog, item)
+        inserted[item.entry.id] = item
         domains.add(item.entry.domain)
         relink.add(item.entry.id)
         relink.update(item.entry.supersedes)
-    domains |= _relink(catalog, relink)
+    domains |= _relink(catalog, relink, inserted)
     return domains
 
 
@@ -647,7 +686,7 @@ def _scan_loose(
         missing |= _rows_in(catalog, month).keys()
     db.execute(
         "DELETE FROM dirstat WHERE month NOT IN (SELECT value FROM json_each(?))",
-        (json.dumps(sorted(walked)),),
+        (_dumps(sorted(walked)),),
     )
     return loose, pending, missing, signatures, bool(in_catalog)
 

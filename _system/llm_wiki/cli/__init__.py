@@ -14,7 +14,6 @@ reason.
 from __future__ import annotations
 
 import inspect
-import json
 import sys
 from collections.abc import Callable, Iterator
 from typing import Any, TypeVar
@@ -294,6 +293,8 @@ def _backend_options(what: str = "The backend", *, llm_only: bool = False) -> Ca
 
 
 def _print_json(data: Any) -> None:
+    import json  # deferred: start-up (only --json prints it)
+
     click.echo(json.dumps(data, indent=2, ensure_ascii=False, default=str))
 
 
