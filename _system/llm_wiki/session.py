@@ -144,7 +144,8 @@ class Session:
             "alternatives_considered": alternatives,
         }
         # a list of a million items is refused for its length, before a million are parsed
-        require_list_sizes({f: given.get(f) or base.get(f) for f in LIST_SIZED}, self.wiki.schema)
+        sized = {f: given.get(f) or base.get(f) or () for f in LIST_SIZED}
+        require_list_sizes(sized, self.wiki.schema)
         if alternatives:
             base["alternatives_considered"] = [_alternative(a) for a in alternatives]
         built = draft(

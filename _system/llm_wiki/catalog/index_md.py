@@ -90,7 +90,9 @@ def write_index_files(
     walls = "1" if walls_on(catalog.wiki) else "0"
     recorded = _recorded(catalog, whole=full or wanted is None)
     plan = index_plan(catalog)
-    written, seen, expected = [], [], list(plan)
+    written: list[str] = []
+    seen: list[tuple[str, int, int]] = []
+    expected = list(plan)
     work: list[tuple[str, Target, str | None, str | None]] = []
     for rel, (target, domain, groups) in plan.items():
         if domain is not None and not full and wanted is not None and domain not in wanted:
@@ -219,7 +221,8 @@ def _month_path(domain_rel: str, month: str) -> str:
 def _months(catalog: Catalog, scope: str | None, domain: str) -> list[str]:
     """The months (YYYY-MM) the domain has entries in, newest first: one index lookup each."""
     clause, params = _scope_sql(scope)
-    months, below = [], "9999-99"
+    months: list[str] = []
+    below = "9999-99"
     while True:
         got = catalog.db.execute(
             f"SELECT max(date) FROM entries WHERE domain = ? AND {clause} AND date < ?",
@@ -465,7 +468,7 @@ def _splice_months(
     path: str,
     recorded: tuple[int, int] | None,
     changes: Mapping[str, Change],
-) -> tuple[bytes, bool] | None:
+) -> tuple[bytes | bytearray, bool] | None:
     """The month list's new bytes from its old ones: the months ``changes`` touched counted
     again, the others as they were. None when only a render can tell (the file is not exactly
     as last written, or does not read back as a month list)."""

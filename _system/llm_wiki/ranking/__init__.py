@@ -433,19 +433,20 @@ class Ranker:
         rarest = math.log(1 + (total - 1 + 0.5) / 1.5) - least
         missing = [t for t in question.terms if not self.df(t)]
         common = sum(1 for t in missing if everyday(t))
-        parts = {
-            "best": best,
-            "idf_held": sum(w - least for w in weights.values()),
-            "idf_unheld": rarest * len(missing),
-            "idf_everyday": rarest * common,
-        }
-        held = Evidence(**parts).share(EVERYDAY_UNHELD)
+        idf_held = sum(w - least for w in weights.values())
+        idf_unheld, idf_everyday = rarest * len(missing), rarest * common
+        held = Evidence(
+            best=best, idf_held=idf_held, idf_unheld=idf_unheld, idf_everyday=idf_everyday
+        ).share(EVERYDAY_UNHELD)
         evidence = Evidence(
             unseen=unseen,
             held=held,
             cosine=semantic[0][1] if semantic else None,
             signals=("lexical", "semantic") if semantic else ("lexical",),
-            **parts,
+            best=best,
+            idf_held=idf_held,
+            idf_unheld=idf_unheld,
+            idf_everyday=idf_everyday,
         )
         return evidence.nothing, evidence
 
