@@ -41,25 +41,35 @@ def set_embeddings(wiki_path, on: bool) -> None:
     settings.write_text(text + f"# test: embeddings\nembeddings:\n  enabled: {str(on).lower()}\n")
 
 
-@pytest.fixture(scope="module")
-def tdr_wiki(tmp_path_factory):
-    """The TDR records imported once for the module (the vectors too, when the extra is in)."""
+def imported(tmp_path_factory, folder, domain: str):
+    """A wiki holding ``folder``'s records as ``domain`` (the vectors too, when the extra is in)."""
     from llm_wiki.create import init_wiki
 
-    root = tmp_path_factory.mktemp("tdr") / "wiki"
+    root = tmp_path_factory.mktemp(domain) / "wiki"
     init_wiki(root)
     cli = Cli(root)
-    cli("import-adr", str(TDR), "--domain", "tdr")
+    cli("import-adr", str(folder), "--domain", domain)
     if EXTRA:
         set_embeddings(root, True)
         cli("index")
     return root
 
 
+def in_mode(request, root) -> Cli:
+    """The wiki at ``root`` ranking in the fixture's mode (lexical or semantic)."""
+    set_embeddings(root, request.param == "semantic")
+    return Cli(root)
+
+
+@pytest.fixture(scope="module")
+def tdr_wiki(tmp_path_factory):
+    """The TDR records imported once for the module."""
+    return imported(tmp_path_factory, TDR, "tdr")
+
+
 @pytest.fixture(params=MODES)
 def tdr(request, tdr_wiki):
-    set_embeddings(tdr_wiki, request.param == "semantic")
-    return Cli(tdr_wiki)
+    return in_mode(request, tdr_wiki)
 
 
 def stem(entry_id: str) -> str:
@@ -133,22 +143,12 @@ def test_a_question_about_neither_keeps_relevance_and_still_opens_the_replacemen
 def moj_wiki(tmp_path_factory):
     """cloud-platform's records, whose replacements are stated only in a status: 018 "Rejected
     (see 019)", 012's "May 2021 Update: … move on from this ADR decision … see 021"."""
-    from llm_wiki.create import init_wiki
-
-    root = tmp_path_factory.mktemp("moj") / "wiki"
-    init_wiki(root)
-    cli = Cli(root)
-    cli("import-adr", str(MOJ), "--domain", "cloud-platform")
-    if EXTRA:
-        set_embeddings(root, True)
-        cli("index")
-    return root
+    return imported(tmp_path_factory, MOJ, "cloud-platform")
 
 
 @pytest.fixture(params=MODES)
 def moj(request, moj_wiki):
-    set_embeddings(moj_wiki, request.param == "semantic")
-    return Cli(moj_wiki)
+    return in_mode(request, moj_wiki)
 
 
 def moj_order(cli: Cli, question: str) -> list[str]:
