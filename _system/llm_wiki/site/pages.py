@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import functools
 import json
-from collections import Counter
+from collections import Counter, defaultdict
 from operator import itemgetter
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -66,15 +66,17 @@ class Pages:
         """The groups and the totals, in one pass over the rows, each field read once (a
         rebuild after any write needs them all: the plan, the home page, the domain list)."""
         superseded = self.view.superseded_by
-        by_domain: dict[str, list[Row]] = {}
-        tags: dict[str, list[Row]] = {}
-        actors: dict[str, list[Row]] = {}
-        by_month: dict[str, list[Row]] = {}
-        raw: dict[str, list[tuple[int | None, int | None, str]]] = {}
+        # defaultdict(list): the group of a key seen before is appended to with no list made
+        # per call (setdefault makes one each time); plain dicts again once the pass is done
+        by_domain: defaultdict[str, list[Row]] = defaultdict(list)
+        tags: defaultdict[str, list[Row]] = defaultdict(list)
+        actors: defaultdict[str, list[Row]] = defaultdict(list)
+        by_month: defaultdict[str, list[Row]] = defaultdict(list)
+        raw: defaultdict[str, list[tuple[int | None, int | None, str]]] = defaultdict(list)
         adr: list[Row] = []
         incidents: list[Row] = []
         syntheses: list[Row] = []
-        archived: dict[str, list[Row]] = {}
+        archived: defaultdict[str, list[Row]] = defaultdict(list)
         by_status: Counter[str] = Counter()
         months: dict[str, Counter[str]] = {}
         domains: dict[str, dict[str, Any]] = {}
@@ -86,38 +88,22 @@ class Pages:
             elif kind == "synthesis" and row.origin == "consolidated":
                 syntheses.append(row)
             if row.archive:
-                archived.setdefault(row.archive, []).append(row)
-            got = by_domain.get(domain)
-            if got is None:
-                by_domain[domain] = [row]
-            else:
-                got.append(row)
+                archived[row.archive].append(row)
+            by_domain[domain].append(row)
             if row.tags:
                 for t in dict.fromkeys(row.tags) if len(row.tags) > 1 else row.tags:
-                    got = tags.get(t)
-                    if got is None:
-                        tags[t] = [row]
-                    else:
-                        got.append(row)
+                    tags[t].append(row)
             if row.actors:
                 for a in dict.fromkeys(row.actors) if len(row.actors) > 1 else row.actors:
-                    got = actors.get(a)
-                    if got is None:
-                        actors[a] = [row]
-                    else:
-                        got.append(row)
+                    actors[a].append(row)
             month = date[:7]
-            got = by_month.get(month)
-            if got is None:
-                by_month[month] = [row]
-            else:
-                got.append(row)
+            by_month[month].append(row)
             if row.sources:
                 cites_adr = False
                 for s in row.sources:
                     if s.startswith("raw/"):
                         for name, first, last in raw_sources((s,)):
-                            raw.setdefault(name, []).append((first, last, row.id))
+                            raw[name].append((first, last, row.id))
                     elif s.startswith("adr:"):
                         cites_adr = True
                 if cites_adr:
@@ -140,17 +126,17 @@ class Pages:
             if date > d["latest"]:
                 d["latest"] = date
         groups = {
-            "domain": by_domain,
-            "tag": tags,
-            "actor": actors,
-            "month": by_month,
+            "domain": dict(by_domain),
+            "tag": dict(tags),
+            "actor": dict(actors),
+            "month": dict(by_month),
             "raw": {
                 k: sorted(v, key=lambda t: (t[0] or 0, t[1] or 0, t[2])) for k, v in raw.items()
             },
             "adr": adr,
             "incident": incidents,
             "synthesis": syntheses,
-            "archive": archived,
+            "archive": dict(archived),
         }
         by_type: Counter[str] = Counter()
         for kind, counts in months.items():
