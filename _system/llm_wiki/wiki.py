@@ -115,9 +115,10 @@ class Wiki(Frozen):
         return self.root / STATE_DIR
 
     def state_path(self, name: str) -> Path:
-        path = self.state_dir / name
-        path.parent.mkdir(parents=True, exist_ok=True)
-        return path
+        """:meth:`state_file` as a Path."""
+        from pathlib import Path  # deferred: start-up (see the class's docstring)
+
+        return Path(self.state_file(name))
 
     # -- configuration
     @functools.cached_property
