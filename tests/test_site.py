@@ -84,6 +84,25 @@ def test_the_example_site_has_every_surface_and_the_same_bytes_every_time(exampl
             assert not re.search(rb'(src|href)="(https?:)?//', data), name
 
 
+def test_a_build_past_its_kept_bytes_reads_the_rest_again_and_shows_the_same(
+    example, tmp_path, monkeypatch
+):
+    """An entry page shows the bytes verify read of its file while the build keeps them
+    (HashCache.KEEP in all, so a big archive's build holds a bounded share); past that, the
+    page reads the file again: the same site either way."""
+    import llm_wiki
+    from llm_wiki.verify import HashCache
+
+    llm_wiki.open(example).site(tmp_path / "kept", full=True)
+    monkeypatch.setattr(HashCache, "KEEP", 3000)  # a file or two, then none
+    llm_wiki.open(example).site(tmp_path / "reread", full=True)
+    manifest = ".site-manifest.json"  # names the code, the same in both
+    kept, reread = tree(tmp_path / "kept"), tree(tmp_path / "reread")
+    assert {k: v for k, v in kept.items() if k != manifest} == {
+        k: v for k, v in reread.items() if k != manifest
+    }
+
+
 def test_the_default_folder_is_local_state_and_the_text_says_where(example):
     from conftest import Cli
 

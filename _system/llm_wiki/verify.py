@@ -94,8 +94,10 @@ class HashCache:
         self.archives: dict[str, Any] = {}
         self.changed: set[str] = set()  # entry paths whose bytes differ from the last record
         # entry path -> the bytes just read to hash it: the site shows those, without reading
-        # the file again (see View.body)
+        # the file again (see View.body); up to KEEP bytes in all, so a build of a big archive
+        # holds a bounded share of it (a file past that is read again for its page)
         self.read: dict[str, bytes] = {}
+        self.kept = 0
 
     @staticmethod
     def key(st: os.stat_result) -> tuple[int, int, int, int]:
@@ -116,13 +118,22 @@ class HashCache:
             and record[0] == st.st_ino
         )
 
+    KEEP = 64 << 20
+
     def sha_of(self, path: str, rel: str, st: os.stat_result) -> str:
         old = self.old_files.get(rel)
         if self.holds(old, st):
             self.files[rel] = old
             return old[4]
-        data = self.read[rel] = store.read_whole(path)
+        data = store.read_whole(path)
+        self.keep(rel, data)
         return self.record(rel, st, store.sha256_bulk(data))
+
+    def keep(self, rel: str, data: bytes) -> None:
+        """Keep the bytes read of ``rel`` for its page, while the kept total is under KEEP."""
+        if self.kept + len(data) <= self.KEEP:
+            self.read[rel] = data
+            self.kept += len(data)
 
     def record(self, rel: str, st: os.stat_result, sha: str) -> str:
         """Remember the sha256 just hashed of the file at ``rel`` (trust is settled later)."""
@@ -553,7 +564,7 @@ def _verify(
             digest = sha256(data).digest()
             if hashes is not None and stat is not None:  # its page is named by its sha256
                 hashes.record(rel, stat, digest.hex())
-                hashes.read[rel] = data
+                hashes.keep(rel, data)
             if got is None:
                 findings.append(Finding("unlogged", key.decode(), rel, KINDS["unlogged"]))
             elif got[1] != digest:
