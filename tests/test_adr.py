@@ -665,6 +665,32 @@ def test_following_the_folder(cli, wiki_path, tmp_path):
     assert imported(cli, folder, "--domain", "gsp")["imported"] == 0  # and now it is unchanged
 
 
+def test_an_edited_replaced_record_stays_replaced(cli, tmp_path):
+    """0009 replaces 0008; someone fixes a line of 0008. The new version of 0008 is still
+    replaced: 0009 gets a version that supersedes it (entries never change), so the catalog's
+    current decisions are 0009 alone, never the edited 0008 beside it."""
+    names = (
+        "0008-keycloak-user-administrators-configuration.md",
+        "0009-keycloak-user-administrators-configuration.md",
+    )
+    folder = copy(TDR, tmp_path / "tdr", *names)
+    first = {r["file"]: r["id"] for r in imported(cli, folder, "--domain", "tdr")["records"]}
+    path = folder / names[0]
+    path.write_text(path.read_text().replace("flexible way", "flexible, fine-grained way", 1))
+
+    after = {r["file"]: r for r in imported(cli, folder, "--domain", "tdr")["records"]}
+    assert after[names[0]]["action"] == "updated"
+    assert after[names[0]]["supersedes"] == [first[names[0]]]
+    assert after[names[1]]["action"] == "updated"
+    assert set(after[names[1]]["supersedes"]) == {first[names[1]], after[names[0]]["id"]}
+    current = [
+        e["id"] for e in cli.json("list", "--domain", "tdr", "--status", "active")["entries"]
+    ]
+    assert current == [after[names[1]]["id"]]
+    assert cli.json("show", after[names[0]]["id"])["status"] == "superseded"
+    assert imported(cli, folder, "--domain", "tdr")["imported"] == 0  # and now it is unchanged
+
+
 def test_a_folder_outside_git_is_named_by_its_folder(cli, tmp_path):
     folder = copy(TDR, tmp_path / "tdr", "0001-multi-account-terraform.md")
     entry = imported(cli, folder, "--domain", "tdr")["records"][0]

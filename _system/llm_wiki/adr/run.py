@@ -388,6 +388,7 @@ class Earlier:
     id: str
     body: str
     supersedes_sources: frozenset[str]  # sources of the records its entry supersedes
+    supersedes: frozenset[str]  # the ids its entry supersedes
 
 
 def _earlier_imports(wiki: Wiki, viewer: Viewer, domain: str, scope: str) -> dict[str, Earlier]:
@@ -408,7 +409,7 @@ def _earlier_imports(wiki: Wiki, viewer: Viewer, domain: str, scope: str) -> dic
     for source, row in newest.items():
         entry, _ = read_entry(wiki, row)
         olds = frozenset(source_of.get(o, "") for o in row.supersedes) - {"", source}
-        out[source] = Earlier(row.id, entry.body, olds)
+        out[source] = Earlier(row.id, entry.body, olds, frozenset(row.supersedes))
     return out
 
 
@@ -505,8 +506,15 @@ def import_adr(
         old_names = {_base(source[o]) for o in replaces[record.rel]}
         olds = tuple(ids[o] for o in sorted(replaces[record.rel]) if o in ids)
         if prev is not None:
+            # Unchanged only if it still replaces what it replaced: the same record names, and
+            # the same entries (a replaced record edited since has a new entry, which this
+            # record's entry must supersede too, or the edited one would be current again).
             text_same = _record_text(prev.body) == record.text
-            if text_same and old_names <= {_base(s) for s in prev.supersedes_sources}:
+            if (
+                text_same
+                and old_names <= {_base(s) for s in prev.supersedes_sources}
+                and set(olds) <= prev.supersedes
+            ):
                 ids[record.rel] = prev.id
                 results.append(
                     Imported(record.rel, prev.id, "unchanged", (), record.date, record.date_source)
