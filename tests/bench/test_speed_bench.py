@@ -22,6 +22,7 @@ them on the next run (they are rebuilt if the generator's output would differ in
 
 from __future__ import annotations
 
+import ast
 import compileall
 import dataclasses
 import json
@@ -75,17 +76,41 @@ class Run:
     stdout: str
 
 
+# Starts the command and reports its rusage. Linux carries a process's peak RSS across fork and
+# exec (the child's ru_maxrss starts at its parent's), so a child of this pytest process, which
+# may hold a 100k-entry wiki it just generated, would report the parent's size as its own; a
+# small launcher's child starts from the launcher's ~10 MB instead.
+LAUNCH = """
+import os, sys
+fd = int(sys.argv[1])
+pid = os.fork()
+if pid == 0:
+    os.close(fd)
+    os.execv(sys.argv[2], sys.argv[2:])
+_, status, usage = os.wait4(pid, 0)
+os.write(fd, repr((os.waitstatus_to_exitcode(status), usage.ru_utime + usage.ru_stime,
+                  usage.ru_maxrss)).encode())
+"""
+
+
 def run(cmd: list[str], env: dict[str, str], ok: tuple[int, ...] = (0,)) -> Run:
     """One child: its CPU time and peak memory, from wait4 (its own, not its parent's)."""
+    read, write = os.pipe()
     with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
-        proc = subprocess.Popen(cmd, env=env, stdout=out, stderr=err)
-        _, status, usage = os.wait4(proc.pid, 0)
-        proc.returncode = os.waitstatus_to_exitcode(status)
+        proc = subprocess.Popen(
+            [PY, "-c", LAUNCH, str(write), shutil.which(cmd[0]) or cmd[0], *cmd[1:]],
+            env=env, stdout=out, stderr=err, pass_fds=(write,),
+        )  # fmt: skip
+        os.close(write)
+        with os.fdopen(read, "rb") as fh:
+            report = fh.read()
+        proc.wait()
         out.seek(0)
         err.seek(0)
         stdout, stderr = out.read().decode(), err.read().decode()
-    assert proc.returncode in ok, (cmd, proc.returncode, stderr)
-    return Run(usage.ru_utime + usage.ru_stime, usage.ru_maxrss / 1024, stdout)
+    code, cpu, maxrss = ast.literal_eval(report.decode())
+    assert code in ok, (cmd, code, stderr)
+    return Run(cpu, maxrss / 1024, stdout)
 
 
 def best(cmds: dict[str, list[str]], env: dict[str, str], rounds: int) -> dict[str, Run]:
