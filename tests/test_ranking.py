@@ -347,3 +347,27 @@ def test_bm25f_counts_each_field_against_its_own_length(cli, wiki):
     assert [r for r, _ in ranker_got] == sorted(
         (r for r in expected if expected[r] > 0), key=lambda r: -expected[r]
     )
+
+
+def test_shortlist_fuses_the_ranking_with_fts5s_own_order():
+    """The LLM's shortlist (a recall stage) takes the ranked entries by RRF of the ranking and
+    FTS5's bm25() order of the lexical pool; an entry pulled in (a replacement) stays just
+    before the one that brought it; without FTS5's order the ranking's own order stands."""
+    from types import SimpleNamespace
+
+    from llm_wiki.ranking import Ranked, Ranking, parse_question, shortlist_order
+
+    def item(rowid: int, via: str = "") -> Ranked:
+        return Ranked(SimpleNamespace(rowid=rowid, id=f"e{rowid}"), 0.0, via)  # type: ignore[arg-type]
+
+    items = (item(1), item(2), item(9, via="e3"), item(3), item(4), item(5))
+    question = parse_question("why postgres?")
+
+    def order(fts: tuple[int, ...]) -> list[int]:
+        got = shortlist_order(Ranking(question, items, fts_order=fts))
+        return [i.row.rowid for i in got]
+
+    assert order(()) == [1, 2, 9, 3, 4, 5]
+    # 5 is last in the ranking but first by FTS5: fused, it passes 3 (and 9, pulled in by 3)
+    assert order((5, 1, 2, 3, 4)) == [1, 2, 5, 9, 3, 4]
+    assert order((1, 2, 3, 4, 5)) == [1, 2, 9, 3, 4, 5]

@@ -159,6 +159,9 @@ class Ranking:
     nothing_found: bool = False
     evidence: Evidence = field(default_factory=Evidence)
     cosines: dict[int, float] = field(default_factory=dict)  # rowid -> cosine, with vectors
+    # FTS5's own bm25() order of the lexical pool when BM25F reordered it (the shortlist's
+    # second opinion, see shortlist_lines); empty when the ranking is already in that order
+    fts_order: tuple[int, ...] = ()
 
 
 # --------------------------------------------------------------------------- the ranker
@@ -179,6 +182,7 @@ class Ranker:
         self._walls_ready = False
         self._df: dict[str, int] = {}
         self._rows_in_fts: int | None = None
+        self._fts_order: list[int] = []  # the last _lexical call's pool, in FTS5's order
 
     # -- what the ranker uses
     @property
@@ -221,6 +225,7 @@ class Ranker:
             and not self.vectors().missing_for(self.viewer)
         )
         bm25f = BM25F_SEMANTIC if with_vectors else BM25F
+        self._fts_order = []
         lex = self._lexical(question, pool, bm25f=bm25f) if question.terms else []
         if lex:
             lists.append([r for r, _ in lex])
@@ -257,7 +262,8 @@ class Ranker:
             best = lex[0][1] if bm25f else self._best_bm25f(question, [r for r, _ in lex])
         nothing, evidence = self.nothing(question, best, sem)
         items = self.by_time(question, items, window)
-        return Ranking(question, tuple(items[:limit]), nothing, evidence, dict(sem))
+        fts_order = tuple(self._fts_order) if bm25f else ()
+        return Ranking(question, tuple(items[:limit]), nothing, evidence, dict(sem), fts_order)
 
     def on_topic(self, ranking: Ranking, rows: Sequence[Row]) -> list[bool]:
         """Whether each of ``rows`` answers the question on its own: it holds at least an
@@ -300,6 +306,7 @@ class Ranker:
             means = lexical.column_means(db, within, self.visible()) if found and bm25f else []
         if not bm25f or not found:
             return found
+        self._fts_order = [r for r, _ in found]
         idf = self._term_weights(question)
         hits = self.df if self.viewer.sees_all else None  # FTS5's own counts, for no wall
         return lexical.bm25f(db, question.terms, [r for r, _ in found], idf, means, hits)
@@ -582,17 +589,48 @@ def _line_tokens(row: Row) -> int:
     return estimate_tokens(_line(row) + "\n")
 
 
+def shortlist_order(ranking: Ranking) -> list[Ranked]:
+    """The ranked entries in the order a shortlist takes them: when BM25F ordered the lexical
+    pool, by RRF of the ranking and FTS5's own bm25() order of that pool, each entry with the
+    entries pulled in before it (its replacements, or what it replaced) kept just before it.
+
+    The shortlist is a recall stage: the LLM picks from a few dozen lines, so what counts is
+    that the answer is among them, not first. BM25F normalises each field by its own length
+    and FTS5 the whole entry; in an archive of short notes a long record falls far under both
+    (its terms count for little against the archive's mean length), and further under
+    BM25F. Fusing the two orders the ranker already has hedges between them, as RRF fuses the
+    other signals; the offline answer keeps the ranking's own order."""
+    items = list(ranking.items)
+    if not ranking.fts_order:
+        return items
+    groups: list[list[Ranked]] = []
+    pending: list[Ranked] = []
+    for item in items:
+        pending.append(item)
+        if not item.via:
+            groups.append(pending)
+            pending = []
+    if pending:
+        groups.append(pending)
+    heads = [g[-1].row.rowid for g in groups]
+    fused = _rrf([heads, list(ranking.fts_order)])
+    place = {rowid: n for n, rowid in enumerate(heads)}
+    groups.sort(key=lambda g: (-fused.get(g[-1].row.rowid, 0.0), place[g[-1].row.rowid]))
+    return [item for group in groups for item in group]
+
+
 def shortlist_lines(
     catalog: Catalog, viewer: Viewer, ranking: Ranking, allowance: int, total: int
 ) -> tuple[tuple[Row, ...], bool]:
-    """All the viewer's lines if they fit ``allowance`` tokens, else the best-ranked that fit."""
+    """All the viewer's lines if they fit ``allowance`` tokens, else the best that fit, in
+    :func:`shortlist_order`."""
     if total * MIN_LINE_TOKENS <= allowance:
         rows = catalog.rows(viewer)
         if sum(_line_tokens(r) for r in rows) <= allowance:
             return tuple(rows), False
     chosen: list[Row] = []
     used = 0
-    for item in ranking.items:
+    for item in shortlist_order(ranking):
         cost = _line_tokens(item.row)
         if used + cost > allowance:
             if item.via:
