@@ -92,12 +92,17 @@ class Pages:
         archived: defaultdict[str, list[Row]] = defaultdict(list)
         adr: list[Row] = []
         for row in rows:
-            if row.tags:
-                for t in dict.fromkeys(row.tags) if len(row.tags) > 1 else row.tags:
-                    tags[t].append(row)
-            if row.actors:
-                for a in dict.fromkeys(row.actors) if len(row.actors) > 1 else row.actors:
-                    actors[a].append(row)
+            # a row goes once into the group of each tag and actor it names, however often it
+            # names one: its own appends to a group are consecutive, so one already made is
+            # the group's last (half the cost of dict.fromkeys on each row's names)
+            for t in row.tags:
+                group = tags[t]
+                if not group or group[-1] is not row:
+                    group.append(row)
+            for a in row.actors:
+                group = actors[a]
+                if not group or group[-1] is not row:
+                    group.append(row)
             if row.sources:
                 cites_adr = False
                 for s in row.sources:
