@@ -250,6 +250,23 @@ def test_a_tag_or_person_named_index_does_not_take_the_list_page(example, tmp_pa
         )
 
 
+def test_an_entry_naming_a_tag_or_person_twice_is_listed_once(example, tmp_path):
+    """The groups take a row once per name however often it names one (see Pages._pass): the
+    tag and the person count it once and list it once, as a name written once does."""
+    from conftest import Cli
+
+    cli = Cli(example)
+    cli.json(*write_args("Twice tagged", tag=["twice", "twice", "once"], actor=["zed", "zed"]))
+    out = tmp_path / "site"
+    build(cli, "--out", str(out))
+    for page in ("tags/twice.html", "tags/once.html", "actors/zed.html"):
+        assert (out / page).read_text().count('">Twice tagged</a>') == 1, page
+    for listing in ("tags/index.html", "actors/index.html"):
+        text = (out / listing).read_text()
+        for name in ("twice", "once") if listing.startswith("tags") else ("zed",):
+            assert re.search(rf"{name}\.html\">{name}</a>\s*<span[^>]*>1<", text), (listing, text)
+
+
 def test_a_rebuild_appends_to_the_build_state_and_a_broken_record_means_a_full_build(
     example, tmp_path, monkeypatch
 ):

@@ -354,3 +354,32 @@ def test_a_state_read_in_parts_gives_the_site_a_full_build_gives(
         assert tree(fresh) == tree(out), step
     folder = case.root / ".llm-wiki" / "site-state"
     assert [p for p in folder.iterdir() if p.name.endswith(".log")]  # records were appended
+
+
+def test_a_rebuild_after_writes_into_new_and_big_domains_is_the_full_build(
+    trust_fresh_hashes, short_pages, tmp_path
+):
+    """A write into a domain no entry had yet (its pages and its line in every list come, in
+    their place among the others) and then into one with pages of history: each rebuild plans
+    again only the entry pages the write touched, leaves the others as they were (their place
+    in the manifest too) and makes the folder a full build makes."""
+    case = Case(tmp_path / "wiki", walls=False)
+    for i in range(9):
+        case.step(("write", "decision", 0, i % 4, i % 3, None, None, None, False, 1, 0, None))
+    out = tmp_path / "site"
+    case.build("", out)
+    for k, domain in enumerate(("aaa-new", "ledger", "zzz-new")):
+        got = case.run(
+            "write", "--type", "decision", "--domain", domain, "--summary", f"Into {domain}",
+            "--alt", "other: worse", "--supersedes", case.ids[k], "--date", "2026-02-01",
+            "--json",
+        )  # fmt: skip
+        assert got.exit_code == 0, got.output
+        case.ids.append(json.loads(got.stdout)["id"])
+        written = case.build("", out)["written"]
+        entries = [p for p in written if p.startswith("entries/")]
+        assert entries == [f"entries/{i}.html" for i in sorted((case.ids[-1], case.ids[k]))]
+        assert f"domains/{domain}.html" in written
+        fresh = tmp_path / f"fresh-{k}"
+        case.build("", fresh, "--full")
+        assert tree(fresh) == tree(out), domain

@@ -18,7 +18,9 @@ import functools
 import gc
 import hashlib
 import io
+import itertools
 import json
+import operator
 import os
 import pickle
 from collections.abc import Callable, Iterator
@@ -572,16 +574,27 @@ class _Builder(Pages):
         for item in self.plan():
             if item[0] is _ENTRY_PAGES:  # ten thousand pages: the same test, without the plan's
                 by_id, entry = self.view.by_id, self.entry  # tuple for each one
-                for entry_id in item[1]:
-                    path = f"entries/{entry_id}.html"
-                    if following and path in prev_deps and path in old and path not in force:
-                        before = prev_deps[path]
-                        if dirty.isdisjoint(before):
-                            pages[path] = old[path]
-                            deps[path] = before
-                            skipped += 1
-                            continue
-                    make_page(path, "entry.html", entry, (by_id[entry_id],), None, ())
+                ids = item[1]
+                if following:
+                    paths = [f"entries/{i}.html" for i in ids]
+                    again = _planned_again(paths, old, prev_deps, dirty, force)
+                    # every page in its place (the manifest's order), as the last build left it;
+                    # make_page replaces the entries of the pages planned again
+                    pages.update(zip(paths, map(old.get, paths, itertools.repeat("")), strict=True))
+                    deps.update(
+                        zip(paths, map(prev_deps.get, paths, itertools.repeat(())), strict=True)
+                    )
+                    skipped += len(paths) - len(again)
+                    ids = sorted([path[8:-5] for path in again])  # (ids' order, not paths')
+                for entry_id in ids:
+                    make_page(
+                        f"entries/{entry_id}.html",
+                        "entry.html",
+                        entry,
+                        (by_id[entry_id],),
+                        None,
+                        (),
+                    )
                 continue
             path = item[0]
             if following and path in prev_deps and path in old and path not in force:
@@ -834,6 +847,26 @@ def _fingerprint(code: str, template: str, common: dict[str, Any], ctx: dict[str
     pickler.fast = True
     pickler.dump((code, template, common, ctx))
     return hashlib.sha256(buf.getbuffer()).hexdigest()
+
+
+def _planned_again(
+    paths: list[str],
+    old: dict[str, str],
+    prev_deps: dict[str, tuple[int, ...]],
+    dirty: set[int],
+    force: set[str],
+) -> set[str]:
+    """Which of ``paths`` a following build plans again: those the last build did not make
+    (no fingerprint or no keys), those forced, and those holding a dirty key; the test the plan
+    makes of each page, for ten thousand entry pages at once (in C: map, compress, set
+    operations; a Python loop over them was a tenth of a rebuild)."""
+    clean = map(dirty.isdisjoint, map(prev_deps.get, paths, itertools.repeat((), len(paths))))
+    again = set(itertools.compress(paths, map(operator.not_, clean)))
+    every = set(paths)
+    again |= every - prev_deps.keys()
+    again |= every - old.keys()
+    again |= every & force
+    return again
 
 
 def _write_if_changed(path: str | os.PathLike[str], data: bytes, fresh: bool = False) -> bool:

@@ -63,41 +63,46 @@ class Pages:
 
     @functools.cached_property
     def _pass(self) -> tuple[dict[str, Any], dict[str, Any]]:
-        """The groups and the totals, in one pass over the rows, each field read once (a
-        rebuild after any write needs them all: the plan, the home page, the domain list)."""
-        superseded = self.view.superseded_by
+        """The groups and the totals (a rebuild after any write needs them all: the plan, the
+        home page, the domain list), from the rows' fields read once into columns: each group
+        a short loop of its own, the counts by Counter and the filters by comprehension (one
+        loop doing all of it per row cost most of a rebuild's pass over 10,000 rows)."""
+        rows = self.view.rows
+        superseded = self.view.superseded_by.get
+        ids, types, dates, domains, statuses = [], [], [], [], []
+        for row in rows:  # (the fields every count needs; the others are read where they are)
+            ids.append(row.id)
+            types.append(row.type)
+            dates.append(row.date)
+            domains.append(row.domain)
+            statuses.append(row.status)
+        shown = ["superseded" if superseded(i) else s for i, s in zip(ids, statuses, strict=True)]
+        month_of = [d[:7] for d in dates]
         # defaultdict(list): the group of a key seen before is appended to with no list made
         # per call (setdefault makes one each time); plain dicts again once the pass is done
         by_domain: defaultdict[str, list[Row]] = defaultdict(list)
+        for domain, row in zip(domains, rows, strict=True):
+            by_domain[domain].append(row)
+        by_month: defaultdict[str, list[Row]] = defaultdict(list)
+        for month, row in zip(month_of, rows, strict=True):
+            by_month[month].append(row)
         tags: defaultdict[str, list[Row]] = defaultdict(list)
         actors: defaultdict[str, list[Row]] = defaultdict(list)
-        by_month: defaultdict[str, list[Row]] = defaultdict(list)
         raw: defaultdict[str, list[tuple[int | None, int | None, str]]] = defaultdict(list)
-        adr: list[Row] = []
-        incidents: list[Row] = []
-        syntheses: list[Row] = []
         archived: defaultdict[str, list[Row]] = defaultdict(list)
-        by_status: Counter[str] = Counter()
-        months: dict[str, Counter[str]] = {}
-        domains: dict[str, dict[str, Any]] = {}
-        proposed = []
-        for row in self.view.rows:
-            kind, date, domain = row.type, row.date, row.domain
-            if kind == "incident":
-                incidents.append(row)
-            elif kind == "synthesis" and row.origin == "consolidated":
-                syntheses.append(row)
-            if row.archive:
-                archived[row.archive].append(row)
-            by_domain[domain].append(row)
-            if row.tags:
-                for t in dict.fromkeys(row.tags) if len(row.tags) > 1 else row.tags:
-                    tags[t].append(row)
-            if row.actors:
-                for a in dict.fromkeys(row.actors) if len(row.actors) > 1 else row.actors:
-                    actors[a].append(row)
-            month = date[:7]
-            by_month[month].append(row)
+        adr: list[Row] = []
+        for row in rows:
+            # a row goes once into the group of each tag and actor it names, however often it
+            # names one: its own appends to a group are consecutive, so one already made is
+            # the group's last (half the cost of dict.fromkeys on each row's names)
+            for t in row.tags:
+                group = tags[t]
+                if not group or group[-1] is not row:
+                    group.append(row)
+            for a in row.actors:
+                group = actors[a]
+                if not group or group[-1] is not row:
+                    group.append(row)
             if row.sources:
                 cites_adr = False
                 for s in row.sources:
@@ -108,23 +113,27 @@ class Pages:
                         cites_adr = True
                 if cites_adr:
                     adr.append(row)
-            status = "superseded" if superseded.get(row.id) else row.status
-            by_status[status] += 1
-            counts = months.get(kind)
-            if counts is None:
-                counts = months[kind] = Counter()
-            counts[month] += 1
-            d = domains.get(domain)
-            if d is None:
-                d = domains[domain] = {"name": domain, "entries": 0, "current": 0, "latest": ""}
-            d["entries"] += 1
-            if kind == "decision":
-                if status == "active":
-                    d["current"] += 1
-                elif status == "proposed":
-                    proposed.append(row)
-            if date > d["latest"]:
-                d["latest"] = date
+            if row.archive:
+                archived[row.archive].append(row)
+        incidents = [r for r, k in zip(rows, types, strict=True) if k == "incident"]
+        syntheses = [
+            r
+            for r, k in zip(rows, types, strict=True)
+            if k == "synthesis" and r.origin == "consolidated"
+        ]
+        decided = [k == "decision" for k in types]
+        proposed = [
+            r for r, d, s in zip(rows, decided, shown, strict=True) if d and s == "proposed"
+        ]
+        current = Counter(
+            [m for m, d, s in zip(domains, decided, shown, strict=True) if d and s == "active"]
+        )
+        months: dict[str, Counter[str]] = {}
+        for (kind, month), n in Counter(zip(types, month_of, strict=True)).items():
+            got = months.get(kind)
+            if got is None:
+                got = months[kind] = Counter()
+            got[month] = n
         groups = {
             "domain": dict(by_domain),
             "tag": dict(tags),
@@ -138,14 +147,20 @@ class Pages:
             "synthesis": syntheses,
             "archive": dict(archived),
         }
-        by_type: Counter[str] = Counter()
-        for kind, counts in months.items():
-            by_type[kind] = sum(counts.values())
+        by_type = {kind: sum(counts.values()) for kind, counts in months.items()}
         totals = {
             "by_type": dict(sorted(by_type.items())),
-            "by_status": dict(sorted(by_status.items())),
+            "by_status": dict(sorted(Counter(shown).items())),
             "months": {t: dict(sorted(c.items())) for t, c in sorted(months.items())},
-            "domains": [domains[k] for k in sorted(domains)],
+            "domains": [
+                {
+                    "name": name,
+                    "entries": len(by_domain[name]),
+                    "current": current[name],
+                    "latest": max(r.date for r in by_domain[name]),
+                }
+                for name in sorted(by_domain)
+            ],
             "proposed": proposed,
         }
         return groups, totals
