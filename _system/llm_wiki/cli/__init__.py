@@ -21,7 +21,6 @@ from typing import Any, TypeVar
 import click
 
 from llm_wiki.errors import InvalidInput, WikiError, storage_failure
-from llm_wiki.version import __version__
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -303,6 +302,8 @@ _json_option = click.option("--json", "as_json", is_flag=True, help="Print JSON 
 
 def _show_version(ctx: click.Context, param: click.Parameter, value: bool) -> None:
     if value and not ctx.resilient_parsing:
+        from llm_wiki.version import __version__  # deferred: cheap, but only --version needs it
+
         click.echo(f"llm-wiki, version {__version__}", color=ctx.color)
         ctx.exit()
 
