@@ -13,6 +13,7 @@ reason.
 
 from __future__ import annotations
 
+import gc
 import inspect
 import sys
 from collections.abc import Callable, Iterator
@@ -456,6 +457,11 @@ def main() -> None:
 
     if hasattr(signal, "SIGXFSZ"):  # a file-size limit (ulimit -f): an error, not a kill
         signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+    # What start-up made (the modules, click's classes, the root group) lives as long as the
+    # process: frozen, the cyclic collector no longer walks it on each of the command's passes
+    # (~6-8% of `write`'s CPU, as much as its catalog work). It still collects all the command
+    # makes; a cycle already garbage here (a few, from imports) is kept until exit.
+    gc.freeze()
     cli(prog_name="llm-wiki")
 
 
