@@ -9,7 +9,7 @@ import sys
 
 import pytest
 
-from conftest import SRC, subprocess_env
+from conftest import SRC, subprocess_env, write_args
 
 PACKAGE = SRC / "llm_wiki"
 
@@ -129,6 +129,18 @@ def test_write_show_and_list_load_no_pathlib_dataclasses_or_locale(wiki_path):
     assert stdlib_loaded_after(["show", entry_id], wiki_path)[0] == []
     assert stdlib_loaded_after(["list"], wiki_path)[0] == []
     assert stdlib_loaded_after(["list", "--json"], wiki_path)[0] == []
+
+
+def test_write_holds_the_collector_off_only_while_it_runs(cli):
+    # the collector's passes over write's freshly loaded modules cost more than its catalog
+    # work (cli._collector_held); an in-process caller gets its collector back, failing or not
+    import gc
+
+    assert gc.isenabled()
+    cli(*write_args("Hold the collector"))
+    assert gc.isenabled()
+    cli("write", "--type", "nope", "--domain", "ops", "--summary", "Refused", code=2)
+    assert gc.isenabled()
 
 
 JSON_PROBE = """
