@@ -35,7 +35,7 @@ def test_the_package_exports_the_front_door_and_loads_it_only_when_used():
     proc = subprocess.run(
         [sys.executable, "-c", probe], env=subprocess_env(), capture_output=True, text=True
     )
-    assert proc.stdout.strip() == "['llm_wiki', 'llm_wiki.version']", proc.stderr
+    assert proc.stdout.strip() == "['llm_wiki']", proc.stderr
 
 
 def test_write_show_list_query_from_python(wiki_path, monkeypatch):

@@ -9,15 +9,13 @@ The front door for Python::
 
 :func:`open` and :func:`init` give a :class:`Session` (one method per verb, see
 :mod:`llm_wiki.session`); :class:`Entry` and :class:`Viewer` are what it takes and gives; every
-expected failure is a :class:`WikiError`. The names are loaded when first used, so importing
-the package costs nothing (``llm-wiki --help`` imports it for ``__version__``).
+expected failure is a :class:`WikiError`. The names are loaded when first used, ``__version__``
+too, so importing the package costs nothing.
 """
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
-
-from llm_wiki.version import __version__
 
 __all__ = [
     "BackendFailed",
@@ -44,6 +42,7 @@ if TYPE_CHECKING:
         WikiError,
     )
     from llm_wiki.session import Session, init, open
+    from llm_wiki.version import __version__
 
 
 def __getattr__(name: str) -> Any:
@@ -60,6 +59,10 @@ def __getattr__(name: str) -> Any:
         from llm_wiki.entries import Entry  # deferred: start-up
 
         return Entry
+    if name == "__version__":
+        from llm_wiki.version import __version__  # deferred: a command loads it only for --version
+
+        return __version__
     if name == "Viewer":
         from llm_wiki.access import Viewer  # deferred: start-up
 

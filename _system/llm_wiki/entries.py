@@ -12,6 +12,7 @@ from __future__ import annotations
 import datetime as dt
 import functools
 import re
+import sys
 from collections import namedtuple
 from collections.abc import Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, NamedTuple
@@ -29,13 +30,15 @@ from llm_wiki.yaml_input import (  # re-exported: the entry's readers import the
     load_yaml,
 )
 
-try:  # CPython's own SHA-256: loading OpenSSL through hashlib costs ~2 ms of every `write`
-    from _sha2 import sha256  # type: ignore[import-not-found]  # CPython >= 3.12
-except ImportError:
-    try:
-        from _sha256 import sha256  # type: ignore[import-not-found, no-redef]  # CPython 3.11
-    except ImportError:  # pragma: no cover - other interpreters
-        from hashlib import sha256  # type: ignore[assignment]
+# CPython's own SHA-256: loading OpenSSL through hashlib costs ~2 ms of every `write`. Its
+# module's name is asked of the version, not tried: a failed import searches all of sys.path.
+try:
+    if sys.version_info >= (3, 12):
+        from _sha2 import sha256  # type: ignore[import-not-found, unused-ignore]
+    else:
+        from _sha256 import sha256  # type: ignore[import-not-found, no-redef, unused-ignore]
+except ImportError:  # pragma: no cover - other interpreters
+    from hashlib import sha256  # type: ignore[assignment, unused-ignore]
 
 TYPES_DEFAULT = ("decision", "synthesis", "incident", "reflection")
 STATUSES = ("active", "proposed", "rejected", "deprecated")
@@ -462,13 +465,11 @@ if TYPE_CHECKING:
         flow: re.Pattern[str]  # ... in a flow list
         plain_list: re.Pattern[str]  # a flow list of plain items only
 
-else:  # the same tuple class, made without typing's check of each field (~0.1 ms)
-    _FastRes = namedtuple("_FastRes", ["block", "flow", "plain_list"])
-
 
 @functools.cache
 def _fast_res() -> _FastRes:
-    """The fast path's patterns, compiled on first use (``write`` never reads frontmatter).
+    """The fast path's patterns, compiled on first use (``write`` never reads frontmatter), in a
+    tuple class made here too (a namedtuple costs ~0.1 ms to make; mypy sees the typed one).
 
     ``block`` and ``flow`` accept exactly what _scalar_text writes plain, bar the YAML words
     (checked apart): _ID_PLAIN, or _PLAIN_BLOCK / _PLAIN without a double or trailing
@@ -479,7 +480,9 @@ def _fast_res() -> _FastRes:
     ident = _ID_PLAIN
     block = f"(?:{ident}|[A-Za-z_(/](?: ?[{block_chars}])*)"
     flow = f"(?:{ident}|[A-Za-z_(/](?: ?[{flow_chars}])*)"
-    return _FastRes(
+    # mypy checks the typed _FastRes above; this is its run-time class, named as it is
+    res = namedtuple("_FastRes", ["block", "flow", "plain_list"])  # type: ignore[name-match]
+    return res(  # type: ignore[return-value]
         block=re.compile(block),
         flow=re.compile(flow),
         plain_list=re.compile(f"\\[{flow}(?:, {flow})*\\]"),
@@ -965,6 +968,12 @@ _TRANSLIT = str.maketrans(
     }
 )
 
+# Every ASCII character but [a-z0-9] as a space: the words of lowercased ASCII text are then what
+# str.split() gives (the same as re.findall("[a-z0-9]+"), without compiling it on every write).
+_NOT_ALNUM = str.maketrans(
+    {chr(c): " " for c in range(128) if not (chr(c).isdigit() or "a" <= chr(c) <= "z")}
+)
+
 
 def slugify(text: str, limit: int = SLUG_MAX) -> str:
     """Lowercase ASCII words joined by hyphens, within ``limit``, never ending mid-word.
@@ -981,7 +990,7 @@ def slugify(text: str, limit: int = SLUG_MAX) -> str:
         ascii_text = unicodedata.normalize("NFKD", text).encode("ascii", "ignore").decode()
     if "'" in ascii_text or "`" in ascii_text:
         ascii_text = re.sub(r"(?<=[A-Za-z0-9])['`](?=[A-Za-z])", "", ascii_text)
-    words = re.findall(r"[a-z0-9]+", ascii_text.lower())
+    words = ascii_text.lower().translate(_NOT_ALNUM).split()  # the runs of [a-z0-9]
     slug = ""
     for word in words:
         candidate = f"{slug}-{word}" if slug else word

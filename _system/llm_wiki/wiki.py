@@ -151,14 +151,11 @@ class Wiki(Frozen):
         dates) is simply not cached."""
         st = os.stat(path)
         key = (path, st.st_mtime_ns, st.st_size, st.st_ino)
+        stored = self._config_cache
         try:
-            with open(self.path(STATE_DIR, "config.cache"), "rb") as fh:
-                stored = marshal.loads(fh.read())
-            if not isinstance(stored, dict):
-                stored = {}
-            elif stored.get(key[0], (None,))[0] == key:
+            if stored.get(key[0], (None,))[0] == key:
                 return stored[key[0]][1]
-        except (OSError, EOFError, TypeError, ValueError):
+        except TypeError:  # not what this code stores: parsed again, stored anew
             stored = {}
         try:
             with open(path, "rb") as fh:
@@ -178,7 +175,19 @@ class Wiki(Frozen):
             return value
         with contextlib.suppress(OSError):  # a cache; the next run parses again
             atomic_write(self.state_file("config.cache"), blob)
+        self.__dict__["_config_cache"] = stored  # as cached_property sets it (a Wiki is frozen)
         return value
+
+    @functools.cached_property
+    def _config_cache(self) -> dict[Any, Any]:
+        """.llm-wiki/config.cache as stored (empty if missing or unreadable), read once for
+        both schema.md and settings.yaml."""
+        try:
+            with open(self.path(STATE_DIR, "config.cache"), "rb") as fh:
+                stored = marshal.loads(fh.read())
+        except (OSError, EOFError, TypeError, ValueError):
+            return {}
+        return stored if isinstance(stored, dict) else {}
 
 
 class Settings(Frozen):

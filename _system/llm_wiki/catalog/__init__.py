@@ -17,7 +17,6 @@ from __future__ import annotations
 import contextlib
 import itertools
 import os
-import sqlite3
 from collections.abc import Iterable, Iterator
 from typing import TYPE_CHECKING, Any
 
@@ -30,6 +29,7 @@ from llm_wiki.catalog.db import (
     Row,
     create_db,
     render_line,
+    sqlite3,  # the C module (see db.py)
 )
 from llm_wiki.catalog.fresh import is_fresh
 from llm_wiki.errors import os_failure, storage_failure

@@ -13,6 +13,8 @@ reason.
 
 from __future__ import annotations
 
+import functools
+import gc
 import inspect
 import sys
 from collections.abc import Callable, Iterator
@@ -21,7 +23,6 @@ from typing import Any, TypeVar
 import click
 
 from llm_wiki.errors import InvalidInput, WikiError, storage_failure
-from llm_wiki.version import __version__
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -292,6 +293,25 @@ def _backend_options(what: str = "The backend", *, llm_only: bool = False) -> Ca
     return decorate
 
 
+def _collector_held(func: F) -> F:
+    """A command that runs with the cyclic garbage collector held off (and on again after, as
+    it was): for a command whose work is short and bounded, such as ``write``, whose passes over
+    the modules it loads (~18 ms of imports) cost more than its catalog work. Reference counting
+    frees what it makes as before; only cycles wait for the collector's next pass."""
+
+    @functools.wraps(func)
+    def run(*args: Any, **kwargs: Any) -> Any:
+        was = gc.isenabled()
+        gc.disable()
+        try:
+            return func(*args, **kwargs)
+        finally:
+            if was:
+                gc.enable()
+
+    return run  # type: ignore[return-value]
+
+
 def _print_json(data: Any) -> None:
     import json  # deferred: start-up (only --json prints it)
 
@@ -303,6 +323,8 @@ _json_option = click.option("--json", "as_json", is_flag=True, help="Print JSON 
 
 def _show_version(ctx: click.Context, param: click.Parameter, value: bool) -> None:
     if value and not ctx.resilient_parsing:
+        from llm_wiki.version import __version__  # deferred: cheap, but only --version needs it
+
         click.echo(f"llm-wiki, version {__version__}", color=ctx.color)
         ctx.exit()
 
@@ -455,6 +477,11 @@ def main() -> None:
 
     if hasattr(signal, "SIGXFSZ"):  # a file-size limit (ulimit -f): an error, not a kill
         signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+    # What start-up made (the modules, click's classes, the root group) lives as long as the
+    # process: frozen, the cyclic collector no longer walks it on each of the command's passes
+    # (~6-8% of `write`'s CPU, as much as its catalog work). It still collects all the command
+    # makes; a cycle already garbage here (a few, from imports) is kept until exit.
+    gc.freeze()
     cli(prog_name="llm-wiki")
 
 

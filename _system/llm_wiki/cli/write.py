@@ -7,6 +7,7 @@ from typing import Any
 import click
 
 from llm_wiki.cli import (
+    _collector_held,
     _Command,
     _json_option,
     _note,
@@ -105,6 +106,7 @@ _INPUT_FILE = _InputFile()
 @click.option("--dry-run", is_flag=True, help="Validate and print the entry; write nothing.")
 @_json_option
 @_wiki_options
+@_collector_held
 def entry_write(
     type_: str | None,
     domain: str | None,
