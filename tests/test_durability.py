@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 import textwrap
 
 import pytest
 
-from conftest import Cli, run_module, subprocess_env
+from conftest import Cli, run_module, subprocess_env, write_args
 
 WRITER = textwrap.dedent(
     """
@@ -119,3 +120,19 @@ def test_a_torn_log_line_longer_than_4_kib_is_cut_whole(wiki_path):
 
     body = log_lines(wiki_path).decode().split("\n\n", 2)[-1]
     assert [parse_log_line(line).op for line in body.splitlines()] == ["write", "write"]
+
+
+def test_a_write_that_opens_a_new_year_syncs_every_folder_it_made(cli, wiki_path, monkeypatch):
+    """The entry is linked and its month folder synced; the month and year folders are new, so
+    their parents are synced too, or a crash could drop the folder and the entry with it."""
+    import llm_wiki.files as files
+
+    synced: list[str] = []
+    real = files.fsync_dir
+    monkeypatch.setattr(files, "fsync_dir", lambda path: (synced.append(str(path)), real(path)))
+    monkeypatch.setenv("LLM_WIKI_NOW", "2031-02-03T10:00:00Z")
+    entry = cli.json(*write_args("A decision in a year of its own"))
+    entries = wiki_path / "entries"
+    month = entries / "2031" / "02"
+    assert (month / f"{entry['id']}.md").exists()
+    assert {str(month), str(entries / "2031"), str(entries)} <= {os.path.abspath(p) for p in synced}
