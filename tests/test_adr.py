@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import CORPORA
+from conftest import CORPORA, Cli
 
 TDR = CORPORA / "nationalarchives__tdr-dev-documentation"
 MOJ = CORPORA / "ministryofjustice__cloud-platform"
@@ -68,6 +68,22 @@ def nygard(built_wiki):
         cli("import-adr", str(MOJ), "--domain", "cloud-platform")
 
     return by_file(built_wiki("adr-nygard", build))
+
+
+LINKED = {"gsp": GSP, "elastisys": ELASTISYS, "jabref": JABREF, "cape": CAPE}
+_LINKED_REPORTS: dict[str, dict] = {}  # each import's --json report, made with the wiki below
+
+
+@pytest.fixture
+def linked(built_wiki) -> tuple[Cli, dict[str, dict]]:
+    """A wiki holding the four corpora of LINKED, each as its domain (imported once per session),
+    and each import's report."""
+
+    def build(cli):
+        for domain, folder in LINKED.items():
+            _LINKED_REPORTS[domain] = imported(cli, folder, "--domain", domain)
+
+    return built_wiki("adr-linked", build), _LINKED_REPORTS
 
 
 # --------------------------------------------------------------------------- fields and dates
@@ -201,11 +217,12 @@ def test_else_a_date_in_its_file_name_else_its_mtime(cli, tmp_path):
 # --------------------------------------------------------------------------- links
 
 
-def test_supersession_in_every_place_real_tools_write_it(cli):
-    gsp = imported(cli, GSP, "--domain", "gsp")  # a status section, two targets on one line
-    elastisys = imported(cli, ELASTISYS, "--domain", "elastisys")  # status line and title
-    jabref = imported(cli, JABREF, "--domain", "jabref")  # frontmatter status
-    cape = imported(cli, CAPE, "--domain", "cape")  # "- Supersedes:" in a log4brains header
+def test_supersession_in_every_place_real_tools_write_it(linked):
+    cli, reports = linked
+    gsp = reports["gsp"]  # a status section, two targets on one line
+    elastisys = reports["elastisys"]  # status line and title
+    jabref = reports["jabref"]  # frontmatter status
+    cape = reports["cape"]  # "- Supersedes:" in a log4brains header
     entries = by_file(cli)
 
     def replaced(new: str, old: str) -> bool:
@@ -557,9 +574,8 @@ def test_option_ids_are_distinct_and_the_same_every_time():
 # --------------------------------------------------------------------------- people and numbers
 
 
-def test_people_keep_their_roles_and_numbers_become_aliases(cli):
-    imported(cli, ELASTISYS, "--domain", "elastisys")
-    imported(cli, JABREF, "--domain", "jabref")
+def test_people_keep_their_roles_and_numbers_become_aliases(linked):
+    cli, _ = linked
     entries = by_file(cli)
     influx = cli.json("show", one(entries, "0003-push-metrics-via-influxdb.md")["id"])
     assert influx["actors"] == ["Johan", "Cristian", "Viktor", "Emil", "Olle", "Fredrik"]

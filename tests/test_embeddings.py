@@ -106,6 +106,36 @@ def test_a_model_folder_loads_and_ranks(cli, wiki_path, tmp_path):
     assert cli.json("query", "ledger postgres")["mode"] != "nothing-found"
 
 
+@pytest.mark.skipif(importlib.util.find_spec("numpy") is None, reason="needs numpy")
+def test_the_next_query_embeds_only_the_new_entry(cli, wiki_path, tmp_path, monkeypatch):
+    """The vectors are kept up to date entry by entry: a query after a write embeds that entry
+    alone, and one after nothing changed embeds nothing (test_ranking holds the same on a real
+    corpus with the shipped model, in the full run)."""
+    from llm_wiki.ranking import vectors
+
+    settings = wiki_path / "settings.yaml"
+    settings.chmod(0o644)
+    settings.write_text(
+        settings.read_text() + f"embeddings:\n  model: {tiny_bert(tmp_path / 'tiny')}\n"
+    )
+    cli(*write_args("Use Postgres for the ledger", domain="ledger"))
+    cli(*write_args("Use Kafka for the queue", domain="ledger"))
+    assert cli.json("index")["vectors"]["embedded"] == 2
+    cli(*write_args("Keep the ledger backups in Glacier", domain="ledger"))
+    embedded = []
+    original = vectors._embed
+    monkeypatch.setattr(
+        vectors,
+        "_embed",
+        lambda enc, cat, rowids, p: embedded.append(len(rowids)) or original(enc, cat, rowids, p),
+    )
+    cli.json("query", "Where do the ledger backups go?")
+    assert embedded == [1]
+    assert cli.json("stats")["ranking"]["vectors"] == 3
+    cli.json("query", "Where do the ledger backups go?")
+    assert embedded == [1]  # nothing changed: nothing embedded
+
+
 def test_a_missing_model_folder_says_how_to_fix_it(cli, wiki_path, tmp_path):
     settings = wiki_path / "settings.yaml"
     settings.chmod(0o644)

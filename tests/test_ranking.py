@@ -1,7 +1,11 @@
 """The ranker on real records: what a question asks about time orders supersession (about now:
 the replacement first; about the old design: the replaced one first; neither: relevance), a
 named period puts its entries first, "nothing found" says why, and `stats` says what ranking
-uses. Each runs lexical only and, when the embeddings extra is installed, with vectors too."""
+uses. Each runs lexical only and, when the embeddings extra is installed, with vectors too.
+
+The vector runs are marked slow: embedding a corpus with MiniLM takes seconds, so the fast loop
+runs each question lexically, and test_embeddings covers the vector path (the shipped model's
+vectors; a small model ranking, and a query embedding only a new entry)."""
 
 from __future__ import annotations
 
@@ -29,7 +33,10 @@ MODES = [
     "lexical",
     pytest.param(
         "semantic",
-        marks=pytest.mark.skipif(not EXTRA, reason="pip install 'llm-wiki[embeddings]'"),
+        marks=[
+            pytest.mark.skipif(not EXTRA, reason="pip install 'llm-wiki[embeddings]'"),
+            pytest.mark.slow,  # embeds the corpus with MiniLM: seconds (the module docstring)
+        ],
     ),
 ]
 
@@ -42,22 +49,34 @@ def set_embeddings(wiki_path, on: bool) -> None:
 
 
 def imported(tmp_path_factory, folder, domain: str):
-    """A wiki holding ``folder``'s records as ``domain`` (the vectors too, when the extra is in)."""
+    """A wiki holding ``folder``'s records as ``domain``, without vectors (:func:`with_vectors`
+    builds them when a test first ranks semantically)."""
     from llm_wiki.create import init_wiki
 
     root = tmp_path_factory.mktemp(domain) / "wiki"
     init_wiki(root)
-    cli = Cli(root)
-    cli("import-adr", str(folder), "--domain", domain)
-    if EXTRA:
-        set_embeddings(root, True)
-        cli("index")
+    Cli(root)("import-adr", str(folder), "--domain", domain)
     return root
+
+
+_WITH_VECTORS: set = set()  # the module wikis whose vectors ``index`` has built
+
+
+def with_vectors(root) -> Cli:
+    """The wiki at ``root`` ranking with vectors, which ``index`` builds the first time."""
+    set_embeddings(root, True)
+    cli = Cli(root)
+    if root not in _WITH_VECTORS:
+        cli("index")
+        _WITH_VECTORS.add(root)
+    return cli
 
 
 def in_mode(request, root) -> Cli:
     """The wiki at ``root`` ranking in the fixture's mode (lexical or semantic)."""
-    set_embeddings(root, request.param == "semantic")
+    if request.param == "semantic":
+        return with_vectors(root)
+    set_embeddings(root, False)
     return Cli(root)
 
 
@@ -202,16 +221,14 @@ def test_nothing_found_names_what_no_entry_mentions(tdr):
     assert "no entry mentions 'MySQL' or 'Oracle'" in out["answer"]
 
 
-def test_stats_says_what_ranking_uses(tdr_wiki):
-    cli = Cli(tdr_wiki)
-    set_embeddings(tdr_wiki, False)
-    assert cli.json("stats")["ranking"]["semantic"] is False
-    assert "ranking: lexical only: embeddings.enabled is false" in cli("stats").stdout
-    if EXTRA:
-        set_embeddings(tdr_wiki, True)
-        got = cli.json("stats")["ranking"]
-        assert got["semantic"] is True and got["vectors"] == cli.json("stats")["entries"]
-        assert "ranking: lexical + semantic (all-MiniLM-L6-v2)" in cli("stats").stdout
+def test_stats_says_what_ranking_uses(tdr, request):
+    if request.node.callspec.params["tdr"] == "lexical":
+        assert tdr.json("stats")["ranking"]["semantic"] is False
+        assert "ranking: lexical only: embeddings.enabled is false" in tdr("stats").stdout
+    else:
+        got = tdr.json("stats")["ranking"]
+        assert got["semantic"] is True and got["vectors"] == tdr.json("stats")["entries"]
+        assert "ranking: lexical + semantic (all-MiniLM-L6-v2)" in tdr("stats").stdout
 
 
 def test_intent_from_the_words_people_use():
@@ -280,12 +297,12 @@ def test_intent_on_wording_the_dev_questions_do_not_use(intent, question):
 
 
 @pytest.mark.skipif(not EXTRA, reason="pip install 'llm-wiki[embeddings]'")
+@pytest.mark.slow  # the corpus embedded with MiniLM; test_embeddings has a small model do it too
 def test_the_next_query_embeds_a_new_entry_and_only_it(tdr_wiki, monkeypatch):
     from conftest import write_args
     from llm_wiki.ranking import vectors
 
-    cli = Cli(tdr_wiki)
-    set_embeddings(tdr_wiki, True)
+    cli = with_vectors(tdr_wiki)
     before = cli.json("stats")["ranking"]["vectors"]
     cli(*write_args("Keep consignment exports in Glacier Deep Archive", domain="tdr"))
     embedded = []
