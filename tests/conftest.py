@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
 import re
 import shutil
+import sqlite3
 import subprocess
 import sys
 import tempfile
@@ -105,6 +107,9 @@ def wiki_path(tmp_path, _new_wiki, tmp_path_factory) -> Path:
         _new_wiki.append(root)
     path = tmp_path / "wiki"
     shutil.copytree(_new_wiki[0], path, symlinks=True)
+    with contextlib.closing(sqlite3.connect(path / STATE_DIR / "catalog.sqlite3")) as db, db:
+        # a generation of its own, as init_wiki draws (readers that follow the log key on it)
+        db.execute("UPDATE meta SET value=? WHERE key='generation'", (os.urandom(8).hex(),))
     wiki = Wiki(path)
     wiki.schema, wiki.settings  # noqa: B018 - the config cache, as init_wiki leaves it
     return path
