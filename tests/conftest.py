@@ -115,6 +115,21 @@ def wiki_path(tmp_path, _new_wiki, tmp_path_factory) -> Path:
     return path
 
 
+def embeds_counted(monkeypatch) -> list[int]:
+    """A list that gets, for each embedding pass from now on, how many entries it embedded."""
+    from llm_wiki.ranking import vectors
+
+    embedded: list[int] = []
+    original = vectors._embed
+
+    def counted(encoder, catalog, rowids, progress):
+        embedded.append(len(rowids))
+        return original(encoder, catalog, rowids, progress)
+
+    monkeypatch.setattr(vectors, "_embed", counted)
+    return embedded
+
+
 @pytest.fixture
 def wiki(wiki_path):
     from llm_wiki.wiki import Wiki

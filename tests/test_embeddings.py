@@ -11,7 +11,7 @@ import struct
 
 import pytest
 
-from conftest import REPO, write_args
+from conftest import REPO, embeds_counted, write_args
 
 EXTRA = (
     importlib.util.find_spec("numpy") is not None
@@ -111,8 +111,6 @@ def test_the_next_query_embeds_only_the_new_entry(cli, wiki_path, tmp_path, monk
     """The vectors are kept up to date entry by entry: a query after a write embeds that entry
     alone, and one after nothing changed embeds nothing (test_ranking holds the same on a real
     corpus with the shipped model, in the full run)."""
-    from llm_wiki.ranking import vectors
-
     settings = wiki_path / "settings.yaml"
     settings.chmod(0o644)
     settings.write_text(
@@ -122,13 +120,7 @@ def test_the_next_query_embeds_only_the_new_entry(cli, wiki_path, tmp_path, monk
     cli(*write_args("Use Kafka for the queue", domain="ledger"))
     assert cli.json("index")["vectors"]["embedded"] == 2
     cli(*write_args("Keep the ledger backups in Glacier", domain="ledger"))
-    embedded = []
-    original = vectors._embed
-    monkeypatch.setattr(
-        vectors,
-        "_embed",
-        lambda enc, cat, rowids, p: embedded.append(len(rowids)) or original(enc, cat, rowids, p),
-    )
+    embedded = embeds_counted(monkeypatch)
     cli.json("query", "Where do the ledger backups go?")
     assert embedded == [1]
     assert cli.json("stats")["ranking"]["vectors"] == 3

@@ -14,7 +14,7 @@ import re
 
 import pytest
 
-from conftest import CORPORA, Cli
+from conftest import CORPORA, Cli, embeds_counted
 
 TDR = CORPORA / "nationalarchives__tdr-dev-documentation"
 MOJ = CORPORA / "ministryofjustice__cloud-platform"
@@ -300,18 +300,11 @@ def test_intent_on_wording_the_dev_questions_do_not_use(intent, question):
 @pytest.mark.slow  # the corpus embedded with MiniLM; test_embeddings has a small model do it too
 def test_the_next_query_embeds_a_new_entry_and_only_it(tdr_wiki, monkeypatch):
     from conftest import write_args
-    from llm_wiki.ranking import vectors
 
     cli = with_vectors(tdr_wiki)
     before = cli.json("stats")["ranking"]["vectors"]
     cli(*write_args("Keep consignment exports in Glacier Deep Archive", domain="tdr"))
-    embedded = []
-    original = vectors._embed
-    monkeypatch.setattr(
-        vectors,
-        "_embed",
-        lambda enc, cat, rowids, p: embedded.append(len(rowids)) or original(enc, cat, rowids, p),
-    )
+    embedded = embeds_counted(monkeypatch)
     out = cli.json("query", "Where do consignment exports go for long-term storage?")
     assert embedded == [1]
     assert cli.json("stats")["ranking"]["vectors"] == before + 1
