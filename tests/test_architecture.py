@@ -9,7 +9,7 @@ import sys
 
 import pytest
 
-from conftest import SRC, subprocess_env, write_args
+from conftest import SRC, Cli, subprocess_env, write_args
 
 PACKAGE = SRC / "llm_wiki"
 
@@ -129,6 +129,14 @@ def test_write_show_and_list_load_no_pathlib_dataclasses_or_locale(wiki_path):
     assert stdlib_loaded_after(["show", entry_id], wiki_path)[0] == []
     assert stdlib_loaded_after(["list"], wiki_path)[0] == []
     assert stdlib_loaded_after(["list", "--json"], wiki_path)[0] == []
+
+
+def test_an_offline_query_loads_no_pathlib(wiki_path):
+    # ~7-9 ms of a query's start-up on a slow machine; the LLM flows load it with jinja2's loader
+    Cli(wiki_path)(*write_args("Use Kafka for the event bus"))
+    loaded, out = stdlib_loaded_after(["query", "Why Kafka for events?"], wiki_path)
+    assert "Kafka" in out
+    assert "pathlib" not in loaded
 
 
 def test_write_holds_the_collector_off_only_while_it_runs(cli):

@@ -25,8 +25,7 @@ import os
 import re
 import time
 from collections.abc import Callable
-from pathlib import Path
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 import llm_wiki.clock as clock
 import llm_wiki.progress as progress
@@ -34,6 +33,9 @@ from llm_wiki.errors import BackendFailed, BackendUnavailable, InvalidInput, Wik
 from llm_wiki.records import record
 from llm_wiki.wiki import Settings, Wiki
 from llm_wiki.yaml_input import load_yaml
+
+if TYPE_CHECKING:
+    from pathlib import Path
 
 ENV_BACKEND = "LLM_WIKI_BACKEND"
 ENV_MODEL = "LLM_WIKI_MODEL"
@@ -375,6 +377,8 @@ class MockBackend(Backend):
             raise BackendFailed(
                 "the mock backend has no scripted response; enqueue one or set LLM_WIKI_MOCK_FILE."
             )
+        from pathlib import Path  # deferred: start-up (an offline query loads no pathlib)
+
         return _mock_file_response(Path(path), prompt, purpose)
 
 

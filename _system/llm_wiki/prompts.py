@@ -14,7 +14,6 @@ import re
 from typing import Any
 
 from llm_wiki.entries import Entry
-from llm_wiki.wiki import TEMPLATES
 
 BODY_CHARS = 1500  # of an entry's body shown in a prompt
 
@@ -22,6 +21,8 @@ BODY_CHARS = 1500  # of an entry's body shown in a prompt
 @functools.cache
 def _environment() -> Any:
     import jinja2  # deferred: only the flows that ask an LLM render prompts
+
+    from llm_wiki.wiki import TEMPLATES  # a Path: pathlib, which an offline query need not load
 
     return jinja2.Environment(
         loader=jinja2.FileSystemLoader(str(TEMPLATES / "prompts")),
@@ -41,6 +42,8 @@ def render_prompt(name: str, **context: Any) -> str:
 @functools.cache
 def _files_environment() -> Any:
     import jinja2  # deferred: only the briefing and the schedule render files
+
+    from llm_wiki.wiki import TEMPLATES
 
     return jinja2.Environment(
         loader=jinja2.FileSystemLoader(str(TEMPLATES)),

@@ -27,8 +27,8 @@ the leading candidates. "The latest…", "the most recent…" decision asks for 
 
 from __future__ import annotations
 
+import os
 import re
-from pathlib import Path
 
 from llm_wiki.records import record
 
@@ -220,8 +220,10 @@ def everyday(word: str) -> bool:
     if len(word) <= 3 or word.isdigit():
         return True
     if _VOCAB is None:
-        path = Path(__file__).resolve().parent / "data" / "minilm-vocab.txt"
-        lines = path.read_text(encoding="utf-8").split("\n")
+        # (os.path, not pathlib: an offline query loads no pathlib)
+        path = os.path.join(os.path.dirname(os.path.realpath(__file__)), "data", "minilm-vocab.txt")
+        with open(path, encoding="utf-8") as fh:
+            lines = fh.read().split("\n")
         _VOCAB = frozenset(t for t in lines if t and not t.startswith(("##", "[")))
     if word in _VOCAB:
         return True

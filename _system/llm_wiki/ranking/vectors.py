@@ -32,8 +32,7 @@ import json
 import os
 import time
 from collections.abc import Callable, Sequence
-from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import llm_wiki.store as store
 from llm_wiki.access import Viewer
@@ -42,6 +41,9 @@ from llm_wiki.errors import InvalidInput
 from llm_wiki.files import atomic_write
 from llm_wiki.records import record
 from llm_wiki.wiki import Wiki
+
+if TYPE_CHECKING:
+    from pathlib import Path
 
 META = "vectors.json"
 FORMAT = 1
