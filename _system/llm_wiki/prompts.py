@@ -22,7 +22,7 @@ BODY_CHARS = 1500  # of an entry's body shown in a prompt
 def _environment() -> Any:
     import jinja2  # deferred: only the flows that ask an LLM render prompts
 
-    from llm_wiki.wiki import TEMPLATES  # a Path: pathlib, which an offline query need not load
+    from llm_wiki.wiki import TEMPLATES  # deferred: a Path (pathlib), which a query need not load
 
     return jinja2.Environment(
         loader=jinja2.FileSystemLoader(str(TEMPLATES / "prompts")),
@@ -43,7 +43,7 @@ def render_prompt(name: str, **context: Any) -> str:
 def _files_environment() -> Any:
     import jinja2  # deferred: only the briefing and the schedule render files
 
-    from llm_wiki.wiki import TEMPLATES
+    from llm_wiki.wiki import TEMPLATES  # deferred: a Path (pathlib), as above
 
     return jinja2.Environment(
         loader=jinja2.FileSystemLoader(str(TEMPLATES)),
