@@ -136,3 +136,22 @@ def test_a_write_that_opens_a_new_year_syncs_every_folder_it_made(cli, wiki_path
     month = entries / "2031" / "02"
     assert (month / f"{entry['id']}.md").exists()
     assert {str(month), str(entries / "2031"), str(entries)} <= {os.path.abspath(p) for p in synced}
+
+
+def test_a_write_into_a_folder_a_killed_write_made_still_syncs_its_parents(
+    cli, wiki_path, monkeypatch
+):
+    """A write killed after making the month's folder and before syncing its parent leaves the
+    folder in place but not durable; the next write finds it there and syncs the parents anyway."""
+    import llm_wiki.files as files
+
+    monkeypatch.setenv("LLM_WIKI_NOW", "2032-03-04T10:00:00Z")
+    entries = wiki_path / "entries"
+    os.makedirs(entries / "2032" / "03")  # what the killed write left: made, never synced
+    synced: list[str] = []
+    real = files.fsync_dir
+    monkeypatch.setattr(files, "fsync_dir", lambda path: (synced.append(str(path)), real(path)))
+    entry = cli.json(*write_args("A decision after a killed write"))
+    month = entries / "2032" / "03"
+    assert (month / f"{entry['id']}.md").exists()
+    assert {str(month), str(entries / "2032"), str(entries)} <= {os.path.abspath(p) for p in synced}

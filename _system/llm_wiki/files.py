@@ -127,9 +127,13 @@ def create_no_clobber(path: PathLike, data: bytes, tmp_dir: PathLike) -> bool:
     """Create ``path`` holding ``data`` (mode 0444) unless it exists. True if created.
 
     The bytes are written and fsynced under a temp name first, then hard-linked into place: a
-    reader never sees a half-written file and an existing file is never replaced.
+    reader never sees a half-written file and an existing file is never replaced. After the
+    link the file's folder and the two above it are synced (an entry's ``entries/YYYY/MM``),
+    every time: a write killed between making a month's folder and syncing its parent leaves a
+    folder that exists but may not survive a power cut, and the next write into it, seeing it
+    there, must not rely on it (a clean folder's fsync costs a few microseconds).
     """
-    folder = os.path.dirname(os.fspath(path)) or "."
+    folder = os.path.abspath(os.path.dirname(os.fspath(path)) or ".")
     make_dirs(folder)
     fd, tmp = _mkstemp(tmp_dir, "entry.")
     try:
@@ -140,7 +144,8 @@ def create_no_clobber(path: PathLike, data: bytes, tmp_dir: PathLike) -> bool:
             os.link(tmp, path)
         except FileExistsError:
             return False
-        fsync_dir(folder)
+        for made in (folder, os.path.dirname(folder), os.path.dirname(os.path.dirname(folder))):
+            fsync_dir(made)
         crashpoint("after-link")
         return True
     finally:
