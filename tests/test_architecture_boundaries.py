@@ -23,6 +23,7 @@ LAYERS = {
     "llm_wiki.progress": 1,  # what a long run has done; the reporter of the current context
     "llm_wiki.clock": 2,
     "llm_wiki.yaml_input": 2,  # YAML and JSON read exactly as written, within bounds
+    "llm_wiki.slugs": 1,
     "llm_wiki.entries": 2,
     "llm_wiki.schema": 2,  # schema.md as rules, check_entry (only what checks entries loads it)
     "llm_wiki.files": 3,

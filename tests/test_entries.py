@@ -18,10 +18,10 @@ from llm_wiki.entries import (
     dump_entry,
     entry_from_mapping,
     parse_entry,
-    slugify,
 )
 from llm_wiki.errors import InvalidInput
 from llm_wiki.schema import check_entry, parse_schema
+from llm_wiki.slugs import slugify
 
 words = st.text(
     alphabet=string.ascii_lowercase + string.digits + "-", min_size=1, max_size=20

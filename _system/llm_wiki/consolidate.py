@@ -59,12 +59,13 @@ from llm_wiki.domain_state import (  # re-exported: callers import them from her
     DomainState,
     domain_states,
 )
-from llm_wiki.entries import Entry, slugify
+from llm_wiki.entries import Entry
 from llm_wiki.errors import BackendFailed, BackendUnavailable, InvalidInput, WikiError
 from llm_wiki.failures import record_failure
 from llm_wiki.prompts import entry_block, json_object, render_prompt
 from llm_wiki.reads import read_entry
 from llm_wiki.schema import check_entry
+from llm_wiki.slugs import slugify
 from llm_wiki.wiki import Wiki
 from llm_wiki.write import write_entry
 

@@ -55,13 +55,14 @@ import llm_wiki.store as store
 from llm_wiki.access import Viewer, require_write, walls_on
 from llm_wiki.catalog import Catalog, Row, read_catalog
 from llm_wiki.citations import CitationProblem, Evidence, check_facts, check_quote, fold
-from llm_wiki.entries import NAME_RE, Entry, decode_text, entry_from_mapping, slugify
+from llm_wiki.entries import NAME_RE, Entry, decode_text, entry_from_mapping
 from llm_wiki.errors import BackendFailed, BackendUnavailable, InvalidInput, WikiError
 from llm_wiki.files import create_no_clobber
 from llm_wiki.lint import DUPLICATE_JACCARD, summary_overlap
 from llm_wiki.prompts import json_object, render_prompt
 from llm_wiki.ranking import MIN_LINE_TOKENS, Question, Ranker, parse_question, shortlist_lines
 from llm_wiki.schema import check_entry
+from llm_wiki.slugs import slugify
 from llm_wiki.stats import entry_stats
 from llm_wiki.wiki import Wiki
 from llm_wiki.write import write_entry

@@ -33,7 +33,8 @@ from llm_wiki.adr.markdown import (
     sentences,
     strip_md,
 )
-from llm_wiki.entries import PLACEHOLDER_REASON, Alternative, slugify
+from llm_wiki.entries import PLACEHOLDER_REASON, Alternative
+from llm_wiki.slugs import slugify
 
 PLACEHOLDER = PLACEHOLDER_REASON
 REASON_LIMIT = 400

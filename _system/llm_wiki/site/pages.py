@@ -16,9 +16,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from llm_wiki.catalog import Row
-from llm_wiki.entries import NAME_RE, sha256_hex, slugify
+from llm_wiki.entries import NAME_RE, sha256_hex
 from llm_wiki.site.text import words
 from llm_wiki.site.view import View, raw_sources
+from llm_wiki.slugs import slugify
 from llm_wiki.wiki import TEMPLATES
 
 SITE_TEMPLATES = TEMPLATES / "site"
