@@ -93,6 +93,9 @@ class HashCache:
         self.files: dict[str, tuple[int, int, int, int, str, bool]] = {}
         self.archives: dict[str, Any] = {}
         self.changed: set[str] = set()  # entry paths whose bytes differ from the last record
+        # entry paths recorded by this build (hashed); every other record in ``files`` is the
+        # very tuple of ``old_files`` (a trusted one kept), so what changed is among these
+        self.recorded: set[str] = set()
         # entry path -> the bytes just read to hash it: the site shows those, without reading
         # the file again (see View.body); up to KEEP bytes in all, so a build of a big archive
         # holds a bounded share of it (a file past that is read again for its page)
@@ -139,6 +142,7 @@ class HashCache:
         """Remember the sha256 just hashed of the file at ``rel`` (trust is settled later)."""
         old = self.old_files.get(rel)
         self.files[rel] = (*self.key(st), sha, False)
+        self.recorded.add(rel)
         if old is None or old[4] != sha:
             self.changed.add(rel)
         return sha

@@ -336,11 +336,16 @@ def append(
     make: Callable[[int], dict[str, Any]],
     rows: dict[str, Any],
     logged: set[str],
+    planned: set[str],
+    recorded: set[str],
 ) -> None:
     """Append to the state what this build changed from ``prev`` (the state it followed):
     ``make(now_ns)`` gives the whole new state as :func:`save` takes it (``now_ns`` the file
     system's time); ``rows`` the row tuples it changed (None: gone), ``logged`` the ids whose
-    ``logged`` record it changed (the big values are diffed, the small ones kept whole)."""
+    ``logged`` record it changed, ``planned`` the pages whose keys it made again and
+    ``recorded`` the entry files it hashed (every other page's keys and file's record are the
+    last build's very tuples: only these are diffed, not ten thousand of each, by strings that
+    are equal but not the same objects)."""
     with open(_log_path(path), "ab") as fh:
         os.utime(fh.fileno())  # its mtime: the file system's time now
         new = make(os.fstat(fh.fileno()).st_mtime_ns)
@@ -354,14 +359,28 @@ def append(
             lines=new["lines"][len(prev["lines"]) :],
             logged={i: new["logged"][i] for i in logged if i in new["logged"]},
             keys=new["keys"][len(prev["keys"]) :],
-            deps={p: v for p, v in deps.items() if old_deps.get(p) is not v},
-            deps_gone=[p for p in old_deps if p not in deps],
-            files={r: v for r, v in files.items() if old_files.get(r) is not v},
-            files_gone=[r for r in old_files if r not in files],
+            deps=_changed(old_deps, deps, planned),
+            deps_gone=_gone(old_deps, deps, planned),
+            files=_changed(old_files, files, recorded),
+            files_gone=_gone(old_files, files, recorded),
         )
         record["from"] = prev["manifest"]
         data = marshal.dumps(record)
         fh.write(len(data).to_bytes(_HEAD, "little") + data)
+
+
+def _changed(old: dict[str, Any], now: dict[str, Any], made: set[str]) -> dict[str, Any]:
+    """The values of ``now`` that are not ``old``'s, all of whose keys are in ``made``."""
+    return {k: now[k] for k in sorted(made) if k in now and old.get(k) is not now[k]}
+
+
+def _gone(old: dict[str, Any], now: dict[str, Any], made: set[str]) -> list[str]:
+    """The keys of ``old`` not in ``now``, whose keys are ``old``'s or in ``made``: none when
+    ``now`` holds as many of ``old``'s keys as ``old`` has (counted without a pass over them)."""
+    added = sum(1 for k in made if k in now and k not in old)
+    if len(now) - added == len(old):
+        return []
+    return sorted(old.keys() - now.keys())
 
 
 def drop(path: Path) -> None:
