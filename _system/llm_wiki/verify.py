@@ -13,7 +13,6 @@ import bisect
 import contextlib
 import os
 import re
-import subprocess
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any, TypeGuard
@@ -994,6 +993,8 @@ def _in_git(wiki: Wiki) -> bool:
 
 def _git_out(wiki: Wiki, *args: str) -> bytes | None:
     """git's stdout in the wiki, or None (no git, not a repository, no such object)."""
+    import subprocess  # deferred: only a wiki in a git repository runs git (~3 ms to import)
+
     try:
         proc = subprocess.run(
             ["git", "-C", str(wiki.root), *args],
@@ -1007,6 +1008,8 @@ def _git_out(wiki: Wiki, *args: str) -> bytes | None:
 
 def _git_lines(wiki: Wiki, *args: str) -> Iterator[bytes]:
     """git's stdout in the wiki, a line at a time (line feed cut); nothing when git fails."""
+    import subprocess  # deferred: only a wiki in a git repository runs git (~3 ms to import)
+
     try:
         proc = subprocess.Popen(
             ["git", "-C", str(wiki.root), *args],
