@@ -35,6 +35,7 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import marshal
+import mmap
 import operator
 import os
 import sys
@@ -192,6 +193,10 @@ def state_path(wiki: Wiki, out: Path) -> Path:
     return wiki.state_dir / FOLDER / hashlib.sha256(str(out).encode()).hexdigest()[:32]
 
 
+# The state file is mapped rather than read where a mapped file can still be replaced (not Windows).
+_MAP = os.name != "nt"
+
+
 class _State(dict):  # type: ignore[type-arg]
     """The state as loaded: each of the BIG values is read from its bytes when first asked for,
     and the appended records' changes to it applied then, in order."""
@@ -217,7 +222,15 @@ def load(path: Path, code: str, reader: str, manifest_sha: str) -> dict[str, Any
     tuple, or None for a row gone) for the caller to fold into ``rows`` with its own changes, and
     ``log_bytes`` says how much the records hold."""
     try:
-        base = path.read_bytes()
+        # mapped, not read: a rebuild unmarshals the few big values it asks for from the pages
+        # they lie on, without copying the whole file first (~6 ms at 10k entries). The file is
+        # only ever replaced (save), never written in place, so the mapping stays what was read.
+        base: bytes | mmap.mmap = b""
+        if _MAP:
+            with open(path, "rb") as fh:
+                base = mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ)
+        else:
+            base = path.read_bytes()
         view = memoryview(base)
         size = int.from_bytes(view[:_HEAD], "little")
         top = marshal.loads(view[_HEAD : _HEAD + size])
