@@ -653,39 +653,44 @@ def verify_since(
     :func:`verify`."""
     old, files = hashes.old_files, hashes.files
     changed = set(named)
+    changed_files = {i + ".md" for i in changed}  # (their file names: no slice per file)
     again: list[tuple[str, os.stat_result]] = []  # the files of the changed ids
-    carried: dict[str, str] = {}  # file name -> the first file of that name kept as it was
-    more: list[str] = []  # the others (an id in two month folders)
+    recorded = 0  # how many of those the last build had a record of
     root = str(wiki.root) + os.sep
     for prefix, folder in store.entry_folders(wiki):  # (as iter_entry_stats, in no order)
         for name, st in store.folder_stats(folder):
             rel = prefix + name
             o = old.get(rel)
+            if o is None:
+                changed.add(name[:-3])
+                changed_files.add(name)
+                again.append((rel, st))
+                continue
             if (  # HashCache.holds, inline: ten thousand files
-                o is not None
-                and o[2] == st.st_mtime_ns
+                o[2] == st.st_mtime_ns
                 and o[3] == st.st_ctime_ns
                 and o[1] == st.st_size
                 and o[0] == st.st_ino
-                and name[:-3] not in changed
+                and name not in changed_files
                 and (o[5] or _same_bytes(hashes, root, rel, st, o[4]))
             ):
                 if o[5]:  # (else _same_bytes made its record again)
                     files[rel] = o
-                if name in carried:
-                    more.append(rel)
-                else:
-                    carried[name] = rel
                 continue
             if not HashCache.holds(o, st):
                 changed.add(name[:-3])
+                changed_files.add(name)
             again.append((rel, st))
-    gone = sorted(old.keys() - files.keys() - {rel for rel, _ in again})
+            recorded += 1
+    # the records of files not found: every one is kept in files or a file in again, unless the
+    # counts say otherwise (files holds only records of old's files)
+    gone = []
+    if len(old) - len(files) - recorded:
+        gone = sorted(old.keys() - files.keys() - {rel for rel, _ in again})
     changed.update(rel[rel.rindex("/") + 1 : -3] for rel in gone)
     extra = changed - named
     if extra:  # an id changed after a file of it was passed: that file goes again
-        back = [carried[i + ".md"] for i in extra if i + ".md" in carried]
-        back += [rel for rel in more if rel[rel.rindex("/") + 1 : -3] in extra]
+        back = [rel for rel in files if rel[rel.rindex("/") + 1 : -3] in extra]
         for rel in back:
             del files[rel]
             try:
