@@ -297,6 +297,26 @@ def test_a_rebuild_appends_to_the_build_state_and_a_broken_record_means_a_full_b
     assert tree(out) == tree(tmp_path / "fresh")
 
 
+def test_a_state_file_emptied_or_cut_short_means_a_full_build(example, tmp_path):
+    """The state file is mapped, not read: one emptied (nothing to map) or cut short is no
+    state, and the build is a full one that gives the folder a build from scratch gives."""
+    from conftest import Cli
+
+    cli = Cli(example)
+    out = tmp_path / "site"
+    build(cli, "--out", str(out))
+    folder = example / ".llm-wiki" / "site-state"
+    (base,) = [p for p in folder.iterdir() if p.is_file()]
+    for k, cut in enumerate((lambda b: b"", lambda b: b[: len(b) // 2])):
+        base.write_bytes(cut(base.read_bytes()))
+        cli.json(*write_args(f"After the state was cut {k}", domain="ledger"))
+        whole = base.read_bytes()
+        build(cli, "--out", str(out))
+        assert base.read_bytes() != whole  # written whole again: the build was a full one
+        build(cli, "--out", str(tmp_path / f"fresh-{k}"), "--full")
+        assert tree(out) == tree(tmp_path / f"fresh-{k}")
+
+
 def test_a_page_no_longer_planned_is_removed_and_other_files_are_refused(example, tmp_path):
     from conftest import Cli
 

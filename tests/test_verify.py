@@ -306,3 +306,73 @@ def test_verify_since_finds_what_verify_finds(tmp_path_factory, steps):
         assert got == whole, (kind, got, whole)
         trust_all()
         files, last = hashes.files, got
+
+
+def test_verify_since_hashes_again_a_file_whose_record_is_not_trusted(tmp_path):
+    """A record made in the clock tick its file last changed in is not trusted (HashCache): the
+    file is hashed again. Holding the recorded bytes, its entry keeps its last findings without
+    log.md's records being read (a build just after a write); holding others under the same
+    stat (an edit in that tick), verify_since finds what the whole verify finds."""
+    from collections.abc import Mapping
+
+    from conftest import Cli
+    from llm_wiki import store
+    from llm_wiki.access import Viewer
+    from llm_wiki.create import init_wiki
+    from llm_wiki.verify import HashCache, logged_entries, verify, verify_since
+    from llm_wiki.wiki import Wiki
+
+    root = tmp_path / "wiki"
+    init_wiki(root)
+    cli = Cli(root)
+    ids = [cli.json(*write_args(f"Entry number {i}"))["id"] for i in range(3)]
+    wiki, viewer = Wiki(root), Viewer.everyone()
+    lines, offset = [], 0
+    for end, line in store.read_log(wiki):
+        lines.append(line)
+        offset = end
+    logged = logged_entries(lines)
+    hashes = HashCache()
+    last = verify(wiki, viewer, logged=logged, logged_to=offset, hashes=hashes)
+    hashes.finish(0)  # none trusted: as a build within 2 s of the writes leaves them
+    files = dict(hashes.files)
+    assert files and not any(v[5] for v in files.values())
+
+    class Watched(Mapping):  # log.md's records, counting the look-ups
+        asked: list[str] = []
+
+        def __getitem__(self, key):
+            self.asked.append(key)
+            return logged[key]
+
+        def __iter__(self):
+            self.asked.append("*")
+            return iter(logged)
+
+        def __len__(self):
+            return len(logged)
+
+    watched = Watched()
+    again = HashCache(files)
+    got = verify_since(
+        wiki, viewer, last, logged=watched, logged_to=offset, hashes=again, named=set()
+    )
+    assert got == last and not watched.asked
+    assert not again.changed and {r: v[:5] for r, v in again.files.items()} == {
+        r: v[:5] for r, v in files.items()
+    }
+
+    # an edit in that tick: the same stat as the record's, other bytes
+    rel = next(r for r in files if ids[1] in r)
+    path = root / rel
+    os.chmod(path, 0o644)
+    path.write_bytes(path.read_bytes().replace(b"Entry", b"Entre"))
+    st_ = path.stat()
+    files[rel] = (*HashCache.key(st_), files[rel][4], False)
+    whole = verify(wiki, viewer, logged=logged, logged_to=offset, hashes=HashCache(files))
+    again = HashCache(files)
+    got = verify_since(
+        wiki, viewer, last, logged=logged, logged_to=offset, hashes=again, named=set()
+    )
+    assert got == whole and any(f.id == ids[1] for f in got.findings)
+    assert again.changed == {rel}

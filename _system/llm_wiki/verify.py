@@ -13,7 +13,6 @@ import bisect
 import contextlib
 import os
 import re
-import subprocess
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any, TypeGuard
@@ -93,6 +92,9 @@ class HashCache:
         self.files: dict[str, tuple[int, int, int, int, str, bool]] = {}
         self.archives: dict[str, Any] = {}
         self.changed: set[str] = set()  # entry paths whose bytes differ from the last record
+        # entry paths recorded by this build (hashed); every other record in ``files`` is the
+        # very tuple of ``old_files`` (a trusted one kept), so what changed is among these
+        self.recorded: set[str] = set()
         # entry path -> the bytes just read to hash it: the site shows those, without reading
         # the file again (see View.body); up to KEEP bytes in all, so a build of a big archive
         # holds a bounded share of it (a file past that is read again for its page)
@@ -139,6 +141,7 @@ class HashCache:
         """Remember the sha256 just hashed of the file at ``rel`` (trust is settled later)."""
         old = self.old_files.get(rel)
         self.files[rel] = (*self.key(st), sha, False)
+        self.recorded.add(rel)
         if old is None or old[4] != sha:
             self.changed.add(rel)
         return sha
@@ -650,38 +653,44 @@ def verify_since(
     :func:`verify`."""
     old, files = hashes.old_files, hashes.files
     changed = set(named)
+    changed_files = {i + ".md" for i in changed}  # (their file names: no slice per file)
     again: list[tuple[str, os.stat_result]] = []  # the files of the changed ids
-    carried: dict[str, str] = {}  # file name -> the first file of that name kept as it was
-    more: list[str] = []  # the others (an id in two month folders)
+    recorded = 0  # how many of those the last build had a record of
+    root = str(wiki.root) + os.sep
     for prefix, folder in store.entry_folders(wiki):  # (as iter_entry_stats, in no order)
-        with os.scandir(folder) as it:
-            for e in it:
-                name = e.name
-                if name[-3:] != ".md" or name[0] == ".":
-                    continue
-                try:
-                    st = e.stat()
-                except FileNotFoundError:
-                    continue  # gone since the folder was listed
-                rel = prefix + name
-                o = old.get(rel)
-                if HashCache.holds(o, st):
-                    if name[:-3] not in changed:
-                        files[rel] = o
-                        if name in carried:
-                            more.append(rel)
-                        else:
-                            carried[name] = rel
-                        continue
-                else:
-                    changed.add(name[:-3])
+        for name, st in store.folder_stats(folder):
+            rel = prefix + name
+            o = old.get(rel)
+            if o is None:
+                changed.add(name[:-3])
+                changed_files.add(name)
                 again.append((rel, st))
-    gone = sorted(old.keys() - files.keys() - {rel for rel, _ in again})
+                continue
+            if (  # HashCache.holds, inline: ten thousand files
+                o[2] == st.st_mtime_ns
+                and o[3] == st.st_ctime_ns
+                and o[1] == st.st_size
+                and o[0] == st.st_ino
+                and name not in changed_files
+                and (o[5] or _same_bytes(hashes, root, rel, st, o[4]))
+            ):
+                if o[5]:  # (else _same_bytes made its record again)
+                    files[rel] = o
+                continue
+            if not HashCache.holds(o, st):
+                changed.add(name[:-3])
+                changed_files.add(name)
+            again.append((rel, st))
+            recorded += 1
+    # the records of files not found: every one is kept in files or a file in again, unless the
+    # counts say otherwise (files holds only records of old's files)
+    gone = []
+    if len(old) - len(files) - recorded:
+        gone = sorted(old.keys() - files.keys() - {rel for rel, _ in again})
     changed.update(rel[rel.rindex("/") + 1 : -3] for rel in gone)
     extra = changed - named
     if extra:  # an id changed after a file of it was passed: that file goes again
-        back = [carried[i + ".md"] for i in extra if i + ".md" in carried]
-        back += [rel for rel in more if rel[rel.rindex("/") + 1 : -3] in extra]
+        back = [rel for rel in files if rel[rel.rindex("/") + 1 : -3] in extra]
         for rel in back:
             del files[rel]
             try:
@@ -723,6 +732,24 @@ def verify_since(
     if not findings and viewer.sees_all:
         _save_anchor(wiki, anchored)
     return VerifyResult(last.checked - counted + checked, tuple(findings))
+
+
+def _same_bytes(hashes: HashCache, root: str, rel: str, st: os.stat_result, sha: str) -> bool:
+    """Whether the file at ``rel``, whose stat is that of its record but whose record is not
+    trusted (it was hashed in the clock tick it last changed in), holds the bytes it held: it
+    is read and hashed again here, and its record made again (see :class:`HashCache`), so an
+    entry whose last write came just before the last build is not checked again as if changed
+    (nor log.md's records of every entry read to check it)."""
+    try:
+        data = store.read_whole(root + rel)
+    except OSError:
+        return False
+    got = store.sha256_bulk(data)
+    if got != sha:
+        return False
+    hashes.keep(rel, data)
+    hashes.record(rel, st, got)
+    return True
 
 
 def _archive_members(
@@ -971,6 +998,8 @@ def _in_git(wiki: Wiki) -> bool:
 
 def _git_out(wiki: Wiki, *args: str) -> bytes | None:
     """git's stdout in the wiki, or None (no git, not a repository, no such object)."""
+    import subprocess  # deferred: only a wiki in a git repository runs git (~3 ms to import)
+
     try:
         proc = subprocess.run(
             ["git", "-C", str(wiki.root), *args],
@@ -984,6 +1013,8 @@ def _git_out(wiki: Wiki, *args: str) -> bytes | None:
 
 def _git_lines(wiki: Wiki, *args: str) -> Iterator[bytes]:
     """git's stdout in the wiki, a line at a time (line feed cut); nothing when git fails."""
+    import subprocess  # deferred: only a wiki in a git repository runs git (~3 ms to import)
+
     try:
         proc = subprocess.Popen(
             ["git", "-C", str(wiki.root), *args],

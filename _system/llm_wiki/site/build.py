@@ -253,7 +253,9 @@ def _build_site(
             logged = {
                 line[2] for line in inputs.new or () if line[1] in ("write", "archive") and line[2]
             }
-            state.append(saved, prev, saved_state, change.delta, logged)
+            state.append(
+                saved, prev, saved_state, change.delta, logged, builder.planned, hashes.recorded
+            )
     return SiteResult(
         out=str(target),
         reader=viewer.name,
@@ -342,6 +344,8 @@ class _Builder(Pages):
         self.change = change  # None: a full build
         self.inputs = inputs
         self.deps: dict[str, tuple[int, ...]] = {}  # page -> the keys it was made from
+        self.planned: set[str] = set()  # the pages whose keys this build made (the others: the
+        # last build's very tuples)
         self.keys: list[str] = []  # what those numbers stand for
         self._deps: set[str] = set()  # of the page being planned
         self.pause = _GcPause()  # build_site hands its own
@@ -558,6 +562,7 @@ class _Builder(Pages):
             context = function(*args)
             fp = _fingerprint(self.code, page.template, self.common, context)
             pages[page.path] = fp
+            self.planned.add(page.path)
             if old.get(page.path) == fp and os.path.isfile(os.path.join(self.out, page.path)):
                 # not rendered: what rendering it would look up was named by its context
                 deps[page.path] = self._intern(self._deps)

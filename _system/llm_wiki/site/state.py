@@ -35,6 +35,7 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import marshal
+import mmap
 import operator
 import os
 import sys
@@ -192,6 +193,10 @@ def state_path(wiki: Wiki, out: Path) -> Path:
     return wiki.state_dir / FOLDER / hashlib.sha256(str(out).encode()).hexdigest()[:32]
 
 
+# The state file is mapped rather than read where a mapped file can still be replaced (not Windows).
+_MAP = os.name != "nt"
+
+
 class _State(dict):  # type: ignore[type-arg]
     """The state as loaded: each of the BIG values is read from its bytes when first asked for,
     and the appended records' changes to it applied then, in order."""
@@ -217,7 +222,15 @@ def load(path: Path, code: str, reader: str, manifest_sha: str) -> dict[str, Any
     tuple, or None for a row gone) for the caller to fold into ``rows`` with its own changes, and
     ``log_bytes`` says how much the records hold."""
     try:
-        base = path.read_bytes()
+        # mapped, not read: a rebuild unmarshals the few big values it asks for from the pages
+        # they lie on, without copying the whole file first (~6 ms at 10k entries). The file is
+        # only ever replaced (save), never written in place, so the mapping stays what was read.
+        base: bytes | mmap.mmap = b""
+        if _MAP:
+            with open(path, "rb") as fh:
+                base = mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ)
+        else:
+            base = path.read_bytes()
         view = memoryview(base)
         size = int.from_bytes(view[:_HEAD], "little")
         top = marshal.loads(view[_HEAD : _HEAD + size])
@@ -336,11 +349,16 @@ def append(
     make: Callable[[int], dict[str, Any]],
     rows: dict[str, Any],
     logged: set[str],
+    planned: set[str],
+    recorded: set[str],
 ) -> None:
     """Append to the state what this build changed from ``prev`` (the state it followed):
     ``make(now_ns)`` gives the whole new state as :func:`save` takes it (``now_ns`` the file
     system's time); ``rows`` the row tuples it changed (None: gone), ``logged`` the ids whose
-    ``logged`` record it changed (the big values are diffed, the small ones kept whole)."""
+    ``logged`` record it changed, ``planned`` the pages whose keys it made again and
+    ``recorded`` the entry files it hashed (every other page's keys and file's record are the
+    last build's very tuples: only these are diffed, not ten thousand of each, by strings that
+    are equal but not the same objects)."""
     with open(_log_path(path), "ab") as fh:
         os.utime(fh.fileno())  # its mtime: the file system's time now
         new = make(os.fstat(fh.fileno()).st_mtime_ns)
@@ -354,14 +372,28 @@ def append(
             lines=new["lines"][len(prev["lines"]) :],
             logged={i: new["logged"][i] for i in logged if i in new["logged"]},
             keys=new["keys"][len(prev["keys"]) :],
-            deps={p: v for p, v in deps.items() if old_deps.get(p) is not v},
-            deps_gone=[p for p in old_deps if p not in deps],
-            files={r: v for r, v in files.items() if old_files.get(r) is not v},
-            files_gone=[r for r in old_files if r not in files],
+            deps=_changed(old_deps, deps, planned),
+            deps_gone=_gone(old_deps, deps, planned),
+            files=_changed(old_files, files, recorded),
+            files_gone=_gone(old_files, files, recorded),
         )
         record["from"] = prev["manifest"]
         data = marshal.dumps(record)
         fh.write(len(data).to_bytes(_HEAD, "little") + data)
+
+
+def _changed(old: dict[str, Any], now: dict[str, Any], made: set[str]) -> dict[str, Any]:
+    """The values of ``now`` that are not ``old``'s, all of whose keys are in ``made``."""
+    return {k: now[k] for k in sorted(made) if k in now and old.get(k) is not now[k]}
+
+
+def _gone(old: dict[str, Any], now: dict[str, Any], made: set[str]) -> list[str]:
+    """The keys of ``old`` not in ``now``, whose keys are ``old``'s or in ``made``: none when
+    ``now`` holds as many of ``old``'s keys as ``old`` has (counted without a pass over them)."""
+    added = sum(1 for k in made if k in now and k not in old)
+    if len(now) - added == len(old):
+        return []
+    return sorted(old.keys() - now.keys())
 
 
 def drop(path: Path) -> None:

@@ -22,7 +22,6 @@ are then rewritten in its HTML, where a tag can only be one cmark wrote (text is
 from __future__ import annotations
 
 import functools
-import html
 import re
 from collections.abc import Callable
 from typing import Any
@@ -174,6 +173,8 @@ def _render_cmark(
         parts.append(between)
         pos = m.end()
         if m.group(1) is not None:  # a link (cmark makes no link inside a link)
+            import html  # deferred: html.entities' table (~2 ms), only for a body with a link
+
             tag, attrs = _link_attrs(html.unescape(m.group(1)), file_href)
             parts.append(f"<{tag}" + "".join(f' {k}="{_attr(v)}"' for k, v in attrs.items()) + ">")
             closers.append(f"</{tag}>")
