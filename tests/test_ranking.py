@@ -315,7 +315,8 @@ def test_the_next_query_embeds_a_new_entry_and_only_it(tdr_wiki, monkeypatch):
 
 def test_bm25f_counts_each_field_against_its_own_length(cli, wiki):
     """The lexical pool's order is BM25F from each column's own term frequency and length
-    (FTS5's counts, read back), computed here independently from the stored columns."""
+    (FTS5's counts, read back) against that column's mean in the entry's own domain, computed
+    here independently from the stored columns."""
     import math
     import re as _re
 
@@ -338,24 +339,42 @@ def test_bm25f_counts_each_field_against_its_own_length(cli, wiki):
         means = lexical.column_means(db)
         assert means == pytest.approx([sum(s[c] for s in sizes.values()) / n for c in range(6)])
         got = dict(lexical.bm25f(db, terms, list(rows), idf, means))
-        ranker_got = Ranker(catalog, Viewer.everyone(), semantic=False)._lexical(
+        domain = {int(r): d for r, d in db.execute("SELECT rowid, domain FROM entries")}
+        own = {  # each column's mean among the entries of the same domain
+            d: [
+                sum(sizes[r][c] for r in rows if domain[r] == d)
+                / sum(1 for r in rows if domain[r] == d)
+                for c in range(6)
+            ]
+            for d in set(domain.values())
+        }
+        assert len(own) == 2
+        stored = catalog.field_means(Viewer.everyone(), own)
+        assert {d: pytest.approx(m) for d, m in own.items()} == stored
+        ranked = Ranker(catalog, Viewer.everyone(), semantic=False)._lexical(
             parse_question("ledger postgres"), 10
         )
-    expected = {}
-    for rowid, cols in rows.items():
-        score = 0.0
-        for t in terms:
-            tf = sum(
-                lexical.COLUMN_WEIGHTS[c]
-                * len(_re.findall(rf"\b{t}\b", (text or "").lower()))
-                / (1 - lexical.B + lexical.B * (sizes[rowid][c] / means[c] if means[c] else 0))
-                for c, text in enumerate(cols)
-            )
-            score += idf[t] * tf * (lexical.K1 + 1) / (tf + lexical.K1)
-        expected[rowid] = score
-    assert got == pytest.approx(expected)
-    assert [r for r, _ in ranker_got] == sorted(
-        (r for r in expected if expected[r] > 0), key=lambda r: -expected[r]
+
+    def expected(mean_of):
+        out = {}
+        for rowid, cols in rows.items():
+            score, m = 0.0, mean_of(rowid)
+            for t in terms:
+                tf = sum(
+                    lexical.COLUMN_WEIGHTS[c]
+                    * len(_re.findall(rf"\b{t}\b", (text or "").lower()))
+                    / (1 - lexical.B + lexical.B * (sizes[rowid][c] / m[c] if m[c] else 0))
+                    for c, text in enumerate(cols)
+                )
+                score += idf[t] * tf * (lexical.K1 + 1) / (tf + lexical.K1)
+            out[rowid] = score
+        return out
+
+    assert got == pytest.approx(expected(lambda r: means))
+    by_domain = expected(lambda r: own[domain[r]])
+    assert dict(ranked) == pytest.approx({r: s for r, s in by_domain.items() if s > 0})
+    assert [r for r, _ in ranked] == sorted(
+        (r for r in by_domain if by_domain[r] > 0), key=lambda r: -by_domain[r]
     )
 
 

@@ -296,27 +296,36 @@ class Ranker:
             )
             if found is None:
                 found = lexical.bm25(db, question.match, pool, weights)
-            means = lexical.column_means(db) if bm25f else []
         else:
             df = {t: self.df(t) for t in question.terms}
             within = self._within("rowid")
             found = lexical.walled_bm25(
                 db, question.terms, within, self.visible(), df, pool, weights
             )
-            means = lexical.column_means(db, within, self.visible()) if found and bm25f else []
         if not bm25f or not found:
             return found
         self._fts_order = [r for r, _ in found]
         idf = self._term_weights(question)
         hits = self.df if self.viewer.sees_all else None  # FTS5's own counts, for no wall
-        return lexical.bm25f(db, question.terms, [r for r, _ in found], idf, means, hits)
+        rowids = [r for r, _ in found]
+        return lexical.bm25f(db, question.terms, rowids, idf, self._means(rowids), hits)
+
+    def _means(self, rowids: Sequence[int]) -> dict[int, list[float]]:
+        """rowid -> BM25F's mean field lengths for that entry: the means in its own domain,
+        among the entries of the scopes the reader may read (:meth:`Catalog.field_means`).
+        Against the whole archive's, a domain of short notes (10,000 one-paragraph
+        decisions) set the mean a domain of long records was measured by, so a term in a
+        long record's body counted for a tenth of one in a note's; within its domain an entry
+        is long or short only among its own kind. Only the pool's domains are looked up."""
+        domain = self._domains(rowids)
+        means = self.catalog.field_means(self.viewer, domain.values())
+        return {r: means[d] for r, d in domain.items() if d in means}
 
     def _best_bm25f(self, question: Question, rowids: Sequence[int]) -> float:
         """The best BM25F score among ``rowids`` (when the pool is ordered otherwise)."""
         db = self.catalog.db
-        within = "1" if self.viewer.sees_all else self._within("rowid")
-        means = lexical.column_means(db, within, self.visible())
-        got = lexical.bm25f(db, question.terms, rowids, self._term_weights(question), means)
+        idf = self._term_weights(question)
+        got = lexical.bm25f(db, question.terms, rowids, idf, self._means(rowids))
         return got[0][1] if got else 0.0
 
     # -- time
@@ -546,6 +555,18 @@ class Ranker:
             )
         ]  # fmt: skip
         return {row.rowid: row for row in self.catalog.rows(self.viewer, ids=ids)}
+
+    def _domains(self, rowids: Sequence[int]) -> dict[int, str]:
+        out: dict[int, str] = {}
+        ids = list(rowids)
+        for start in range(0, len(ids), 900):
+            part = ids[start : start + 900]
+            marks = ",".join("?" * len(part))
+            for rowid, domain in self.catalog.db.execute(
+                f"SELECT rowid, domain FROM entries WHERE rowid IN ({marks})", part
+            ):
+                out[int(rowid)] = str(domain)
+        return out
 
     def _dates(self, rowids: Sequence[int]) -> dict[int, str]:
         out: dict[int, str] = {}

@@ -19,7 +19,7 @@ sees.
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 
 import llm_wiki.ranking.pool as pool
 from llm_wiki.ranking.question import quote
@@ -184,7 +184,7 @@ def bm25f(
     terms: Sequence[str],
     rowids: Sequence[int],
     idf_of: dict[str, float],
-    means: Sequence[float],
+    means: Sequence[float] | Mapping[int, Sequence[float]],
     hits: Callable[[str], int] | None = None,
 ) -> list[tuple[int, float]]:
     """``rowids`` scored by BM25F proper (Robertson & Zaragoza 2009), best first: each column's
@@ -193,6 +193,8 @@ def bm25f(
     column. FTS5's ``bm25()`` normalises by the whole entry's length, so a long record's
     summary match counted for less than a short note's; here a field's length only shapes
     that field. ``idf_of``: term -> IDF among the reader's entries (terms missing count 0).
+    ``means``: each column's mean length, one list for every row or, by rowid, each row's own
+    (the ranker gives each entry its domain's means: see :meth:`Ranker._lexical`).
 
     The frequencies are FTS5's own, per column, from its ``fts5vocab`` instance table (no
     ``bm25()`` call: FTS5 recounts a term's entries for its IDF on every rowid lookup), or the
@@ -229,8 +231,9 @@ def bm25f(
                 tf.setdefault(int(doc), [0] * len(COLUMNS))[column[str(col)]] = int(count)
         for rowid, per_column in tf.items():
             size = sizes.get(rowid) or [0] * len(COLUMNS)
+            mean = means.get(rowid, size) if isinstance(means, Mapping) else means
             weighted = sum(
-                COLUMN_WEIGHTS[c] * n / (1 - B + B * (size[c] / means[c] if means[c] else 0.0))
+                COLUMN_WEIGHTS[c] * n / (1 - B + B * (size[c] / mean[c] if mean[c] else 0.0))
                 for c, n in enumerate(per_column)
                 if n
             )
