@@ -533,24 +533,32 @@ class Catalog:
         got = self.db.execute(f"SELECT coalesce(sum(n), 0) FROM counts WHERE {clause}", args)
         return int(got.fetchone()[0])
 
-    def field_means(self, viewer: Viewer, domains: Iterable[str]) -> dict[str, list[float]]:
+    def field_means(self, viewer: Viewer, domains: Iterable[str] | None) -> dict[str, list[float]]:
         """domain -> the mean tokens per entry in each full-text field (summary, tags, aliases,
         questions, domain, body) among the entries of that domain the viewer can read, from
-        the ``lengths`` table (one row per scope and domain: no entry is read)."""
-        wanted = sorted(set(domains))
-        if not wanted:
-            return {}
+        the ``lengths`` table (one row per scope and domain: no entry is read). ``domains``
+        None: every domain together, under the key ""."""
         clause, args = viewer.sql_filter()
-        marks = ",".join("?" * len(wanted))
+        if domains is None:
+            got = self.db.execute(
+                "SELECT '', sum(n), sum(summary), sum(tags), sum(aliases), sum(questions), "
+                f"sum(domain_tokens), sum(body) FROM lengths WHERE {clause}",
+                args,
+            ).fetchall()
+        else:
+            wanted = sorted(set(domains))
+            if not wanted:
+                return {}
+            marks = ",".join("?" * len(wanted))
+            got = self.db.execute(
+                "SELECT domain, sum(n), sum(summary), sum(tags), sum(aliases), sum(questions), "
+                f"sum(domain_tokens), sum(body) FROM lengths WHERE {clause} "
+                f"AND domain IN ({marks}) GROUP BY domain",
+                [*args, *wanted],
+            ).fetchall()
         out: dict[str, list[float]] = {}
-        for domain, n, *tokens in self.db.execute(
-            "SELECT domain, sum(n), sum(summary), sum(tags), sum(aliases), sum(questions), "
-            f"sum(domain_tokens), sum(body) FROM lengths WHERE {clause} AND domain IN ({marks}) "
-            "GROUP BY domain",
-            [*args, *wanted],
-        ):
-            if n:
-                out[str(domain)] = [t / n for t in tokens]
+        for domain, n, *tokens in got:
+            out[str(domain)] = [t / n for t in tokens] if n else [1.0] * len(tokens)
         return out
 
     def scopes(self) -> list[str]:

@@ -80,6 +80,7 @@ TIME_DEPTH_SEMANTIC = 10  # the same with vectors (a more reliable head; both by
 NEWER_FIRST = False  # the within-window move of a newer entry about the same thing
 BM25F = True  # lexical only: the pool ordered by BM25F proper (per-field length normalisation)
 BM25F_SEMANTIC = False  # with vectors: FTS5's order (both by leave-one-folder-out)
+DOMAIN_MEANS = True  # BM25F: each field against its mean in the entry's own domain (DESIGN.md)
 WINDOW = 3  # leading results that time reorders: the k an answer opens by default
 MIN_LINE_TOKENS = 15  # no index line is shorter; lets a big archive skip summing its lines
 
@@ -311,13 +312,17 @@ class Ranker:
         return lexical.bm25f(db, question.terms, rowids, idf, self._means(rowids), hits)
 
     def _means(self, rowids: Sequence[int]) -> dict[int, list[float]]:
-        """rowid -> BM25F's mean field lengths for that entry: the means in its own domain,
-        among the entries of the scopes the reader may read (:meth:`Catalog.field_means`).
+        """rowid -> BM25F's mean field lengths for that entry, among the entries of the scopes
+        the reader may read (:meth:`Catalog.field_means`, exact behind walls too): with
+        :data:`DOMAIN_MEANS` the means in the entry's own domain, else the whole view's.
         Against the whole archive's, a domain of short notes (10,000 one-paragraph
         decisions) set the mean a domain of long records was measured by, so a term in a
         long record's body counted for a tenth of one in a note's; within its domain an entry
         is long or short only among its own kind. Only the pool's domains are looked up."""
         domain = self._domains(rowids)
+        if not DOMAIN_MEANS:
+            every = self.catalog.field_means(self.viewer, None)[""]
+            return dict.fromkeys(domain, every)
         means = self.catalog.field_means(self.viewer, domain.values())
         return {r: means[d] for r, d in domain.items() if d in means}
 
