@@ -300,8 +300,9 @@ class Ranker:
         else:
             df = {t: self.df(t) for t in question.terms}
             within = self._within("rowid")
+            mean = sum(self.catalog.field_means(self.viewer, None)[""])
             found = lexical.walled_bm25(
-                db, question.terms, within, self.visible(), df, pool, weights
+                db, question.terms, within, self.visible(), df, pool, mean, weights
             )
         if not bm25f or not found:
             return found
