@@ -315,7 +315,8 @@ def test_the_next_query_embeds_a_new_entry_and_only_it(tdr_wiki, monkeypatch):
 
 def test_bm25f_counts_each_field_against_its_own_length(cli, wiki):
     """The lexical pool's order is BM25F from each column's own term frequency and length
-    (FTS5's counts, read back), computed here independently from the stored columns."""
+    (FTS5's counts, read back) against that column's mean in the entry's own domain, computed
+    here independently from the stored columns."""
     import math
     import re as _re
 
@@ -338,24 +339,42 @@ def test_bm25f_counts_each_field_against_its_own_length(cli, wiki):
         means = lexical.column_means(db)
         assert means == pytest.approx([sum(s[c] for s in sizes.values()) / n for c in range(6)])
         got = dict(lexical.bm25f(db, terms, list(rows), idf, means))
-        ranker_got = Ranker(catalog, Viewer.everyone(), semantic=False)._lexical(
+        domain = {int(r): d for r, d in db.execute("SELECT rowid, domain FROM entries")}
+        own = {  # each column's mean among the entries of the same domain
+            d: [
+                sum(sizes[r][c] for r in rows if domain[r] == d)
+                / sum(1 for r in rows if domain[r] == d)
+                for c in range(6)
+            ]
+            for d in set(domain.values())
+        }
+        assert len(own) == 2
+        stored = catalog.field_means(Viewer.everyone(), own)
+        assert {d: pytest.approx(m) for d, m in own.items()} == stored
+        ranked = Ranker(catalog, Viewer.everyone(), semantic=False)._lexical(
             parse_question("ledger postgres"), 10
         )
-    expected = {}
-    for rowid, cols in rows.items():
-        score = 0.0
-        for t in terms:
-            tf = sum(
-                lexical.COLUMN_WEIGHTS[c]
-                * len(_re.findall(rf"\b{t}\b", (text or "").lower()))
-                / (1 - lexical.B + lexical.B * (sizes[rowid][c] / means[c] if means[c] else 0))
-                for c, text in enumerate(cols)
-            )
-            score += idf[t] * tf * (lexical.K1 + 1) / (tf + lexical.K1)
-        expected[rowid] = score
-    assert got == pytest.approx(expected)
-    assert [r for r, _ in ranker_got] == sorted(
-        (r for r in expected if expected[r] > 0), key=lambda r: -expected[r]
+
+    def expected(mean_of):
+        out = {}
+        for rowid, cols in rows.items():
+            score, m = 0.0, mean_of(rowid)
+            for t in terms:
+                tf = sum(
+                    lexical.COLUMN_WEIGHTS[c]
+                    * len(_re.findall(rf"\b{t}\b", (text or "").lower()))
+                    / (1 - lexical.B + lexical.B * (sizes[rowid][c] / m[c] if m[c] else 0))
+                    for c, text in enumerate(cols)
+                )
+                score += idf[t] * tf * (lexical.K1 + 1) / (tf + lexical.K1)
+            out[rowid] = score
+        return out
+
+    assert got == pytest.approx(expected(lambda r: means))
+    by_domain = expected(lambda r: own[domain[r]])
+    assert dict(ranked) == pytest.approx({r: s for r, s in by_domain.items() if s > 0})
+    assert [r for r, _ in ranked] == sorted(
+        (r for r in by_domain if by_domain[r] > 0), key=lambda r: -by_domain[r]
     )
 
 
@@ -381,3 +400,100 @@ def test_shortlist_fuses_the_ranking_with_fts5s_own_order():
     # 5 is last in the ranking but first by FTS5: fused, it passes 3 (and 9, pulled in by 3)
     assert order((5, 1, 2, 3, 4)) == [1, 2, 5, 9, 3, 4]
     assert order((1, 2, 3, 4, 5)) == [1, 2, 9, 3, 4, 5]
+
+
+def _lengths_from_fts(db) -> list[tuple]:
+    """The lengths table as it should be: FTS5's own per-column counts summed by scope, domain."""
+    from llm_wiki.catalog.db import fts5_varints
+
+    sums: dict[tuple[str, str], list[int]] = {}
+    for scope, domain, blob in db.execute(
+        "SELECT e.scope, e.domain, d.sz FROM fts_docsize d JOIN entries e ON e.rowid = d.id"
+    ):
+        row = sums.setdefault((scope, domain), [0] * 7)
+        row[0] += 1
+        for n, tokens in enumerate(fts5_varints(bytes(blob))):
+            row[n + 1] += tokens
+    return sorted((*key, *row) for key, row in sums.items())
+
+
+def _lengths(db) -> list[tuple]:
+    return sorted(tuple(r) for r in db.execute("SELECT * FROM lengths"))
+
+
+def test_a_walled_readers_ranking_is_the_same_whatever_another_scope_holds(cli, wiki, wiki_path):
+    """BM25F's field means come from the scopes the reader may read: entries of another scope
+    in the same domains (much shorter or much longer) move neither a walled reader's scores
+    nor their order, when they are written and when they are deleted again; the lengths table
+    follows every write and delete exactly, and `index --check` agrees with a rebuild."""
+    from conftest import write_args
+    from llm_wiki.access import Viewer
+    from llm_wiki.catalog import read_catalog
+    from llm_wiki.ranking import Ranker, parse_question
+
+    def write(summary: str, scope: str, domain: str, body: str) -> str:
+        return cli.json(*write_args(summary, scope=scope, domain=domain, body=body))["path"]
+
+    write("Keep the ledger in Postgres", "shared", "platform", "Ledger rows. " + "Words. " * 80)
+    write("Ledger backups", "shared", "platform", "Postgres dumps of the ledger nightly.")
+    write("Nightly ledger export", "shared", "ops", "The export reads Postgres. " * 20)
+    write("Queues for mail", "shared", "ops", "Mail goes through a queue.")
+    reader = Viewer(name="reader", read=frozenset({"shared"}), write=None, walls=True)
+    questions = [parse_question(q) for q in ("ledger postgres", "where does the export go")]
+
+    def ranked() -> list:
+        with read_catalog(wiki) as catalog:
+            assert _lengths(catalog.db) == _lengths_from_fts(catalog.db)
+            ranker = Ranker(catalog, reader, semantic=False)
+            out = []
+            for q in questions:
+                got = ranker.rank(q, 10)
+                out.append(
+                    (
+                        ranker._lexical(q, 10),
+                        [i.row.id for i in got.items],
+                        got.evidence.held,
+                        got.nothing_found,
+                    )
+                )
+            means = catalog.field_means(reader, ["platform", "ops"])
+            everyone = catalog.field_means(Viewer.everyone(), ["platform", "ops"])
+            return [out, means, everyone]
+
+    alone, means, _ = ranked()
+    others = [
+        write(f"Ledger note {n}", "matter-x", "platform", "ledger postgres") for n in range(6)
+    ] + [write("Export runbook", "matter-x", "ops", "Postgres export ledger. " * 200)]
+    beside, means_beside, everyone = ranked()
+    assert everyone != means  # the other scope does move the means of a reader who sees it
+    assert beside == alone
+    assert means_beside == means
+    cli("index", "--check")
+    for path in others:
+        (wiki_path / path).unlink()  # by hand: the next index drops their rows
+    cli("index")
+    after, means_after, everyone = ranked()
+    assert everyone == means_after == means
+    assert after == alone
+    cli("index", "--check")
+    cli("index", "--full")
+    with read_catalog(wiki) as catalog:
+        assert _lengths(catalog.db) == _lengths_from_fts(catalog.db)
+
+
+def test_index_check_finds_lengths_that_drifted(cli, wiki, wiki_path):
+    """The lengths table is part of what `index --check` compares with a rebuild."""
+    import sqlite3
+
+    from conftest import write_args
+
+    cli(*write_args("Keep the ledger in Postgres", body="Ledger rows."))
+    cli("index", "--check")
+    db = sqlite3.connect(wiki_path / ".llm-wiki/catalog.sqlite3")
+    with db:
+        db.execute("UPDATE lengths SET body = body + 1")
+    db.close()
+    result = cli("index", "--check", code=1)
+    assert ".llm-wiki/catalog.sqlite3" in result.stdout
+    cli("index", "--full")
+    cli("index", "--check")

@@ -189,6 +189,33 @@ def test_dev_records_mixed_into_filler(clean, size):
     assert max(prompts) <= 8000
 
 
+def test_dev_folders_in_one_wiki(monkeypatch):
+    """Every leave-one-folder-out set asked of one wiki holding all five folders, each its own
+    domain: the one dev archive where BM25F's field means in the entry's own domain differ
+    from the whole archive's (each folder's own wiki is a single domain). Lexical only; both
+    rules printed side by side (a measurement, see DESIGN.md's ranking section)."""
+    import llm_wiki.ranking as ranking
+
+    every = tuple(f for sets in lofo.FOLDERS.values() for s in sets for f in devsets.SETS[s])
+    folders = tuple(dict.fromkeys(every))
+    rows: dict[str, dict[str, dict[str, Any]]] = {f: {} for f in (*lofo.FOLDERS, "pooled")}
+    for label, on in (("domain means", True), ("archive means", False)):
+        monkeypatch.setattr(ranking, "DOMAIN_MEANS", on)
+        eq: list[dict[str, Any]] = []
+        er: dict[str, list[str]] = {}
+        en: dict[str, bool] = {}
+        for folder, sets in lofo.FOLDERS.items():
+            qs = [q for name in sets for q in devsets.questions(name)]
+            got, none, _ = devsets.ours(folders, qs)
+            rows[folder][label] = devsets.score(qs, got, none)
+            eq += qs
+            er.update(got)
+            en.update(none)
+        rows["pooled"][label] = devsets.score(eq, er, en)
+    print("\n== the five folders in one wiki, each its own domain (lexical) ==")
+    print(devsets.table(rows))
+
+
 def test_walled_reader_ranks_on_their_own_entries():
     from llm_wiki.access import Viewer
 

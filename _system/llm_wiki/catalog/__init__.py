@@ -297,6 +297,9 @@ _CONTENT = (
     "SELECT e.id, f.summary, f.tags, f.aliases, f.questions, f.domain, f.body "
     "FROM fts f JOIN entries e ON e.rowid = f.rowid ORDER BY e.id",
     "SELECT count(*) FROM fts",
+    # BM25F's field lengths by scope and domain: kept in step by every write, so drift shows
+    "SELECT scope, domain, n, summary, tags, aliases, questions, domain_tokens, body "
+    "FROM lengths ORDER BY scope, domain",
     "SELECT path, message FROM problems ORDER BY path",
 )
 

@@ -29,7 +29,7 @@ else:
     except ImportError:  # pragma: no cover - not CPython
         import sqlite3
 
-CATALOG_VERSION = "7"  # 7: resolves
+CATALOG_VERSION = "8"  # 8: lengths
 SUMMARY_IN_LINE = 300
 ROOT_MARK = "\x00"  # stands for the link prefix to the wiki root inside cached lines
 # Newest first; on the same day a replacement comes before what it replaced.
@@ -88,6 +88,15 @@ CREATE TRIGGER IF NOT EXISTS counts_update AFTER UPDATE OF superseded_by, archiv
     new.archive IS NOT NULL, 1)
   ON CONFLICT(scope, domain, type, status, archived) DO UPDATE SET n = n + 1;
 END;
+-- Tokens in each full-text field (FTS5's own counts, from fts_docsize) and entries, by scope
+-- and domain: BM25F's mean field lengths, a reader's from the scopes it may read. refresh keeps
+-- it in step with fts in the same transaction (see refresh._count_lengths).
+CREATE TABLE IF NOT EXISTS lengths(
+  scope TEXT NOT NULL, domain TEXT NOT NULL, n INTEGER NOT NULL,
+  summary INTEGER NOT NULL, tags INTEGER NOT NULL, aliases INTEGER NOT NULL,
+  questions INTEGER NOT NULL, domain_tokens INTEGER NOT NULL, body INTEGER NOT NULL,
+  PRIMARY KEY(scope, domain)
+);
 CREATE TABLE IF NOT EXISTS edges(old TEXT NOT NULL, new TEXT NOT NULL, PRIMARY KEY(old, new));
 CREATE INDEX IF NOT EXISTS edges_by_new ON edges(new);
 CREATE TABLE IF NOT EXISTS tags(id TEXT NOT NULL, tag TEXT NOT NULL);
@@ -524,6 +533,34 @@ class Catalog:
         got = self.db.execute(f"SELECT coalesce(sum(n), 0) FROM counts WHERE {clause}", args)
         return int(got.fetchone()[0])
 
+    def field_means(self, viewer: Viewer, domains: Iterable[str] | None) -> dict[str, list[float]]:
+        """domain -> the mean tokens per entry in each full-text field (summary, tags, aliases,
+        questions, domain, body) among the entries of that domain the viewer can read, from
+        the ``lengths`` table (one row per scope and domain: no entry is read). ``domains``
+        None: every domain together, under the key ""."""
+        clause, args = viewer.sql_filter()
+        if domains is None:
+            got = self.db.execute(
+                "SELECT '', sum(n), sum(summary), sum(tags), sum(aliases), sum(questions), "
+                f"sum(domain_tokens), sum(body) FROM lengths WHERE {clause}",
+                args,
+            ).fetchall()
+        else:
+            wanted = sorted(set(domains))
+            if not wanted:
+                return {}
+            marks = ",".join("?" * len(wanted))
+            got = self.db.execute(
+                "SELECT domain, sum(n), sum(summary), sum(tags), sum(aliases), sum(questions), "
+                f"sum(domain_tokens), sum(body) FROM lengths WHERE {clause} "
+                f"AND domain IN ({marks}) GROUP BY domain",
+                [*args, *wanted],
+            ).fetchall()
+        out: dict[str, list[float]] = {}
+        for domain, n, *tokens in got:
+            out[str(domain)] = [t / n for t in tokens] if n else [1.0] * len(tokens)
+        return out
+
     def scopes(self) -> list[str]:
         """The scopes that hold entries, from the trigger-kept counts (a write asks, and a
         DISTINCT over the entries reads all of them)."""
@@ -636,6 +673,17 @@ class Catalog:
             (cutoff,),
         )
         return [row_from_db(r) for r in cur]
+
+
+def fts5_varints(blob: bytes) -> list[int]:
+    """FTS5 (like SQLite) writes big-endian varints: 7 bits a byte, high bit = more."""
+    out, value = [], 0
+    for byte in blob:
+        value = (value << 7) | (byte & 0x7F)
+        if not byte & 0x80:
+            out.append(value)
+            value = 0
+    return out
 
 
 def create_db(path: str | os.PathLike[str]) -> sqlite3.Connection:

@@ -17,7 +17,14 @@ from collections.abc import Iterable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 import llm_wiki.store as store
-from llm_wiki.catalog.db import CATALOG_VERSION, COLUMNS, Catalog, render_line, row_from_db
+from llm_wiki.catalog.db import (
+    CATALOG_VERSION,
+    COLUMNS,
+    Catalog,
+    fts5_varints,
+    render_line,
+    row_from_db,
+)
 from llm_wiki.catalog.fresh import log_state, tail_at, walls_changed
 from llm_wiki.entries import NAME_RE, Entry, decode_text, parse_entry
 from llm_wiki.errors import InvalidInput, WikiError
@@ -236,6 +243,36 @@ def _insert_side_tables(catalog: Catalog, items: Sequence[tuple[int | None, Entr
             for rowid, e in items
         ],
     )
+    _count_lengths(catalog, [rowid for rowid, _ in items if rowid is not None], 1)
+
+
+def _count_lengths(catalog: Catalog, rowids: Sequence[int], sign: int) -> None:
+    """Add (``sign`` 1) or take away (-1) the field lengths FTS5 counted for ``rowids`` in the
+    ``lengths`` table, by their scope and domain: after their fts rows go in, before they go
+    out, in the caller's transaction, so the table always sums what fts holds."""
+    totals: dict[tuple[str, str], list[int]] = {}
+    for start in range(0, len(rowids), 900):
+        part = list(rowids[start : start + 900])
+        marks = ",".join("?" * len(part))
+        for scope, domain, blob in catalog.db.execute(
+            "SELECT e.scope, e.domain, d.sz FROM fts_docsize d JOIN entries e ON e.rowid = d.id "
+            f"WHERE d.id IN ({marks})",
+            part,
+        ):
+            sums = totals.setdefault((scope, domain), [0] * 7)
+            sums[0] += 1
+            for n, tokens in enumerate(fts5_varints(bytes(blob))):
+                sums[n + 1] += tokens
+    catalog.db.executemany(
+        "INSERT INTO lengths VALUES(?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT(scope, domain) DO "
+        "UPDATE SET n = n + excluded.n, summary = summary + excluded.summary, "
+        "tags = tags + excluded.tags, aliases = aliases + excluded.aliases, "
+        "questions = questions + excluded.questions, "
+        "domain_tokens = domain_tokens + excluded.domain_tokens, body = body + excluded.body",
+        [(scope, domain, *(sign * v for v in sums)) for (scope, domain), sums in totals.items()],
+    )
+    if sign < 0:
+        catalog.db.execute("DELETE FROM lengths WHERE n <= 0")
 
 
 def bulk_load(catalog: Catalog, parsed: Iterable[Parsed], batch: int = 2000) -> None:
@@ -281,6 +318,7 @@ def _delete_id(catalog: Catalog, entry_id: str) -> None:
     got = catalog.db.execute("SELECT rowid FROM entries WHERE id=?", (entry_id,)).fetchone()
     if got is None:
         return
+    _count_lengths(catalog, [got[0]], -1)
     catalog.db.execute("DELETE FROM fts WHERE rowid=?", (got[0],))
     catalog.db.execute("DELETE FROM entries WHERE id=?", (entry_id,))
     catalog.db.execute("DELETE FROM edges WHERE new=?", (entry_id,))

@@ -80,6 +80,7 @@ TIME_DEPTH_SEMANTIC = 10  # the same with vectors (a more reliable head; both by
 NEWER_FIRST = False  # the within-window move of a newer entry about the same thing
 BM25F = True  # lexical only: the pool ordered by BM25F proper (per-field length normalisation)
 BM25F_SEMANTIC = False  # with vectors: FTS5's order (both by leave-one-folder-out)
+DOMAIN_MEANS = True  # BM25F: each field against its mean in the entry's own domain (DESIGN.md)
 WINDOW = 3  # leading results that time reorders: the k an answer opens by default
 MIN_LINE_TOKENS = 15  # no index line is shorter; lets a big archive skip summing its lines
 
@@ -296,27 +297,41 @@ class Ranker:
             )
             if found is None:
                 found = lexical.bm25(db, question.match, pool, weights)
-            means = lexical.column_means(db) if bm25f else []
         else:
             df = {t: self.df(t) for t in question.terms}
             within = self._within("rowid")
+            mean = sum(self.catalog.field_means(self.viewer, None)[""])
             found = lexical.walled_bm25(
-                db, question.terms, within, self.visible(), df, pool, weights
+                db, question.terms, within, self.visible(), df, pool, mean, weights
             )
-            means = lexical.column_means(db, within, self.visible()) if found and bm25f else []
         if not bm25f or not found:
             return found
         self._fts_order = [r for r, _ in found]
         idf = self._term_weights(question)
         hits = self.df if self.viewer.sees_all else None  # FTS5's own counts, for no wall
-        return lexical.bm25f(db, question.terms, [r for r, _ in found], idf, means, hits)
+        rowids = [r for r, _ in found]
+        return lexical.bm25f(db, question.terms, rowids, idf, self._means(rowids), hits)
+
+    def _means(self, rowids: Sequence[int]) -> dict[int, list[float]]:
+        """rowid -> BM25F's mean field lengths for that entry, among the entries of the scopes
+        the reader may read (:meth:`Catalog.field_means`, exact behind walls too): with
+        :data:`DOMAIN_MEANS` the means in the entry's own domain, else the whole view's.
+        Against the whole archive's, a domain of short notes (10,000 one-paragraph
+        decisions) set the mean a domain of long records was measured by, so a term in a
+        long record's body counted for a tenth of one in a note's; within its domain an entry
+        is long or short only among its own kind. Only the pool's domains are looked up."""
+        domain = self._domains(rowids)
+        if not DOMAIN_MEANS:
+            every = self.catalog.field_means(self.viewer, None)[""]
+            return dict.fromkeys(domain, every)
+        means = self.catalog.field_means(self.viewer, domain.values())
+        return {r: means[d] for r, d in domain.items() if d in means}
 
     def _best_bm25f(self, question: Question, rowids: Sequence[int]) -> float:
         """The best BM25F score among ``rowids`` (when the pool is ordered otherwise)."""
         db = self.catalog.db
-        within = "1" if self.viewer.sees_all else self._within("rowid")
-        means = lexical.column_means(db, within, self.visible())
-        got = lexical.bm25f(db, question.terms, rowids, self._term_weights(question), means)
+        idf = self._term_weights(question)
+        got = lexical.bm25f(db, question.terms, rowids, idf, self._means(rowids))
         return got[0][1] if got else 0.0
 
     # -- time
@@ -546,6 +561,18 @@ class Ranker:
             )
         ]  # fmt: skip
         return {row.rowid: row for row in self.catalog.rows(self.viewer, ids=ids)}
+
+    def _domains(self, rowids: Sequence[int]) -> dict[int, str]:
+        out: dict[int, str] = {}
+        ids = list(rowids)
+        for start in range(0, len(ids), 900):
+            part = ids[start : start + 900]
+            marks = ",".join("?" * len(part))
+            for rowid, domain in self.catalog.db.execute(
+                f"SELECT rowid, domain FROM entries WHERE rowid IN ({marks})", part
+            ):
+                out[int(rowid)] = str(domain)
+        return out
 
     def _dates(self, rowids: Sequence[int]) -> dict[int, str]:
         out: dict[int, str] = {}

@@ -13,13 +13,14 @@ reader's own entries: for each term it takes the per-entry ``bm25()`` of the one
 (which only the entry's own term frequency and length shape) and recovers the entry's
 weighted term frequency from it, then scores with the document frequencies and the mean length
 of the entries the reader may read. What another scope holds cannot move what this reader
-sees.
+sees. The mean lengths (the whole entry's here, each field's in its domain for :func:`bm25f`)
+are the catalog's ``lengths`` table summed over the reader's scopes, exact at any size.
 """
 
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 
 import llm_wiki.ranking.pool as pool
 from llm_wiki.ranking.question import quote
@@ -28,7 +29,6 @@ COLUMN_WEIGHTS = (1.0, 1.0, 1.0, 1.0, 1.0, 1.0)  # summary, tags, aliases, quest
 COLUMN_WEIGHTS_SEMANTIC = (2.0, 1.0, 2.0, 2.0, 0.5, 1.0)  # with vectors (FTS5's order, no BM25F)
 K1 = 1.2
 B = 0.75
-LENGTH_SAMPLE = 4096  # entries whose lengths give a walled reader's mean length
 
 
 def _weights(weights: Sequence[float] | None = None) -> str:
@@ -81,10 +81,12 @@ def walled_bm25(
     visible: int,
     df: dict[str, int],
     pool: int,
+    mean: float,
     weights: Sequence[float] | None = None,
 ) -> list[tuple[int, float]]:
     """BM25 as :func:`bm25` computes it, from the statistics of the rows ``within`` admits
-    (a condition on ``rowid``; ``visible`` of them, ``df``: each term's count among them)."""
+    (a condition on ``rowid``; ``visible`` of them, ``df``: each term's count among them,
+    ``mean``: their mean length in tokens)."""
     total, mean_all = _averages(db)
     if not total or not visible:
         return []
@@ -103,7 +105,7 @@ def walled_bm25(
     if not weighted:
         return []
     sizes = _sizes(db, list(weighted))
-    mean = _mean_visible_length(db, within, visible)
+    mean = mean or 1.0
     scores: dict[int, float] = {}
     for rowid, parts in weighted.items():
         size = sizes.get(rowid, 0)
@@ -133,22 +135,12 @@ def _column_sizes(db: sqlite3.Connection, rowids: Sequence[int]) -> dict[int, li
     return out
 
 
-def column_means(db: sqlite3.Connection, within: str = "1", visible: int = 0) -> list[float]:
-    """Mean tokens per entry in each column: FTS5's own totals for a reader who sees every
-    entry (``within`` "1"), else from a spread sample of the rows ``within`` admits."""
-    if within == "1":
-        numbers = pool.fts5_totals(db)
-        if numbers and numbers[0]:
-            return [n / numbers[0] for n in numbers[1:]]
-        return [1.0] * len(COLUMN_WEIGHTS)
-    step = max(1, visible // LENGTH_SAMPLE)
-    rows = [int(r) for (r,) in db.execute(
-        f"SELECT rowid FROM entries WHERE {within} AND rowid % ? = 0", [step]
-    )] or [int(r) for (r,) in db.execute(f"SELECT rowid FROM entries WHERE {within} LIMIT ?", [LENGTH_SAMPLE])]  # fmt: skip
-    sizes = list(_column_sizes(db, rows).values())
-    if not sizes:
-        return [1.0] * len(COLUMN_WEIGHTS)
-    return [sum(s[c] for s in sizes) / len(sizes) for c in range(len(sizes[0]))]
+def column_means(db: sqlite3.Connection) -> list[float]:
+    """Mean tokens per entry in each column, FTS5's own totals (every entry counted)."""
+    numbers = pool.fts5_totals(db)
+    if numbers and numbers[0]:
+        return [n / numbers[0] for n in numbers[1:]]
+    return [1.0] * len(COLUMN_WEIGHTS)
 
 
 COLUMNS = ("summary", "tags", "aliases", "questions", "domain", "body")  # the fts table's
@@ -184,7 +176,7 @@ def bm25f(
     terms: Sequence[str],
     rowids: Sequence[int],
     idf_of: dict[str, float],
-    means: Sequence[float],
+    means: Sequence[float] | Mapping[int, Sequence[float]],
     hits: Callable[[str], int] | None = None,
 ) -> list[tuple[int, float]]:
     """``rowids`` scored by BM25F proper (Robertson & Zaragoza 2009), best first: each column's
@@ -193,6 +185,8 @@ def bm25f(
     column. FTS5's ``bm25()`` normalises by the whole entry's length, so a long record's
     summary match counted for less than a short note's; here a field's length only shapes
     that field. ``idf_of``: term -> IDF among the reader's entries (terms missing count 0).
+    ``means``: each column's mean length, one list for every row or, by rowid, each row's own
+    (the ranker gives each entry its domain's means: see :meth:`Ranker._lexical`).
 
     The frequencies are FTS5's own, per column, from its ``fts5vocab`` instance table (no
     ``bm25()`` call: FTS5 recounts a term's entries for its IDF on every rowid lookup), or the
@@ -229,24 +223,11 @@ def bm25f(
                 tf.setdefault(int(doc), [0] * len(COLUMNS))[column[str(col)]] = int(count)
         for rowid, per_column in tf.items():
             size = sizes.get(rowid) or [0] * len(COLUMNS)
+            mean = means.get(rowid, size) if isinstance(means, Mapping) else means
             weighted = sum(
-                COLUMN_WEIGHTS[c] * n / (1 - B + B * (size[c] / means[c] if means[c] else 0.0))
+                COLUMN_WEIGHTS[c] * n / (1 - B + B * (size[c] / mean[c] if mean[c] else 0.0))
                 for c, n in enumerate(per_column)
                 if n
             )
             score[rowid] += idf_of[term] * weighted * (K1 + 1) / (weighted + K1)
     return sorted(score.items(), key=lambda x: (-x[1], -x[0]))
-
-
-def _mean_visible_length(db: sqlite3.Connection, within: str, visible: int) -> float:
-    """Mean tokens per entry among the rows ``within`` admits (a spread sample of at most
-    :data:`LENGTH_SAMPLE` of them: only their own lengths)."""
-    step = max(1, visible // LENGTH_SAMPLE)
-    rows = [
-        int(r)
-        for (r,) in db.execute(
-            f"SELECT rowid FROM entries WHERE {within} AND rowid % ? = 0", [step]
-        )
-    ] or [int(r) for (r,) in db.execute(f"SELECT rowid FROM entries WHERE {within} LIMIT ?", [LENGTH_SAMPLE])]  # fmt: skip
-    sizes = _sizes(db, rows)
-    return (sum(sizes.values()) / len(sizes)) if sizes else 1.0

@@ -32,6 +32,7 @@ import math
 import sqlite3
 from collections.abc import Callable, Sequence
 
+from llm_wiki.catalog.db import fts5_varints
 from llm_wiki.ranking.question import quote
 
 K1 = 1.2  # FTS5's bm25() constants (fts5_aux.c)
@@ -207,15 +208,4 @@ def column_counts(
                 return None
             counts.append(n)
         out[int(rowid)] = counts
-    return out
-
-
-def fts5_varints(blob: bytes) -> list[int]:
-    """FTS5 (like SQLite) writes big-endian varints: 7 bits a byte, high bit = more."""
-    out, value = [], 0
-    for byte in blob:
-        value = (value << 7) | (byte & 0x7F)
-        if not byte & 0x80:
-            out.append(value)
-            value = 0
     return out
