@@ -313,14 +313,16 @@ def test_the_next_query_embeds_a_new_entry_and_only_it(tdr_wiki, monkeypatch):
     assert embedded == [1]  # nothing changed: nothing embedded, nothing rewritten
 
 
-def test_bm25f_counts_each_field_against_its_own_length(cli, wiki):
+def test_bm25f_counts_each_field_against_its_own_length(cli, wiki, monkeypatch):
     """The lexical pool's order is BM25F from each column's own term frequency and length
-    (FTS5's counts, read back) against that column's mean in the entry's own domain, computed
-    here independently from the stored columns."""
+    (FTS5's counts, read back) against that column's mean over the reader's view (and, with
+    DOMAIN_MEANS, in the entry's own domain), computed here independently from the stored
+    columns."""
     import math
     import re as _re
 
     from conftest import write_args
+    from llm_wiki import ranking
     from llm_wiki.access import Viewer
     from llm_wiki.catalog import read_catalog
     from llm_wiki.ranking import Ranker, lexical, parse_question
@@ -351,9 +353,12 @@ def test_bm25f_counts_each_field_against_its_own_length(cli, wiki):
         assert len(own) == 2
         stored = catalog.field_means(Viewer.everyone(), own)
         assert {d: pytest.approx(m) for d, m in own.items()} == stored
-        ranked = Ranker(catalog, Viewer.everyone(), semantic=False)._lexical(
-            parse_question("ledger postgres"), 10
-        )
+        ranked = {}
+        for on in (False, True):
+            monkeypatch.setattr(ranking, "DOMAIN_MEANS", on)
+            ranked[on] = Ranker(catalog, Viewer.everyone(), semantic=False)._lexical(
+                parse_question("ledger postgres"), 10
+            )
 
     def expected(mean_of):
         out = {}
@@ -371,11 +376,11 @@ def test_bm25f_counts_each_field_against_its_own_length(cli, wiki):
         return out
 
     assert got == pytest.approx(expected(lambda r: means))
-    by_domain = expected(lambda r: own[domain[r]])
-    assert dict(ranked) == pytest.approx({r: s for r, s in by_domain.items() if s > 0})
-    assert [r for r, _ in ranked] == sorted(
-        (r for r in by_domain if by_domain[r] > 0), key=lambda r: -by_domain[r]
-    )
+    for on, want in ((False, got), (True, expected(lambda r: own[domain[r]]))):
+        assert dict(ranked[on]) == pytest.approx({r: s for r, s in want.items() if s > 0})
+        assert [r for r, _ in ranked[on]] == sorted(
+            (r for r in want if want[r] > 0), key=lambda r: -want[r]
+        )
 
 
 def test_shortlist_fuses_the_ranking_with_fts5s_own_order():

@@ -80,7 +80,7 @@ TIME_DEPTH_SEMANTIC = 10  # the same with vectors (a more reliable head; both by
 NEWER_FIRST = False  # the within-window move of a newer entry about the same thing
 BM25F = True  # lexical only: the pool ordered by BM25F proper (per-field length normalisation)
 BM25F_SEMANTIC = False  # with vectors: FTS5's order (both by leave-one-folder-out)
-DOMAIN_MEANS = True  # BM25F: each field against its mean in the entry's own domain (DESIGN.md)
+DOMAIN_MEANS = False  # BM25F: each field against its domain's mean, not the whole view's (measured, off: DESIGN.md)
 WINDOW = 3  # leading results that time reorders: the k an answer opens by default
 MIN_LINE_TOKENS = 15  # no index line is shorter; lets a big archive skip summing its lines
 
