@@ -272,6 +272,32 @@ def test_pages_fit_a_phone(sites, browser):
     context.close()
 
 
+OVERFLOW = """() => { const out = []; document.querySelectorAll("svg.picture").forEach(svg => {
+  const width = svg.viewBox.baseVal.width;
+  svg.querySelectorAll("text").forEach(t => {
+    const b = t.getBBox();
+    if (b.x < -0.5 || b.x + b.width > width + 0.5) out.push(["picture", t.textContent]);
+    const node = t.closest(".node");
+    if (node) {
+      const r = node.querySelector("rect").getBBox();
+      if (b.x < r.x - 0.5 || b.x + b.width > r.x + r.width + 0.5) out.push(["box", t.textContent]);
+    }
+  });
+}); return out; }"""
+
+
+@pytest.mark.parametrize("name", ["example", "corpora"])
+def test_every_word_of_a_picture_is_inside_it(sites, page, name):
+    """A label cut by the picture's edge (or a box's) loses what it ends with: the ellipsis
+    that says it was shortened, or the status word that says what became of a decision."""
+    site = sites[name]
+    cut = []
+    for html in sorted(site.glob("domains/*.html")) + sorted(site.glob("entries/*.html")):
+        page.goto(html.as_uri())
+        cut += [(html.name, *text) for text in page.evaluate(OVERFLOW)]
+    assert cut == []
+
+
 def test_the_manifest_is_not_needed_to_browse(sites):
     """The manifest only serves rebuilds: its pages are exactly the folder's files."""
     site = sites["example"]
