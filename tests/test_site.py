@@ -411,6 +411,21 @@ def test_obsidian_notes_link_supersession_and_leave_the_index_alone(example):
     assert index_files(example) == before
 
 
+def test_a_synthesis_made_without_an_llm_is_not_said_to_be_written_by_one(example, tmp_path):
+    """The offline backend's synthesis is each active entry's own summary: the domain page still
+    labels it generated orientation, but does not say an LLM wrote it."""
+    from conftest import Cli
+
+    cli = Cli(example)
+    cli("consolidate", "--backend", "offline")
+    build(cli, "--out", str(tmp_path / "s"))
+    page = (tmp_path / "s" / "domains" / "platform.html").read_text()
+    box = page[page.index('id="synthesis"') :]
+    assert "generated orientation" in box and "it is not evidence" in box
+    assert "Written by an LLM" not in box
+    assert "without an LLM" in box[: box.index('<div class="body">')]
+
+
 def test_site_json_has_a_stable_shape(example, tmp_path):
     from conftest import Cli
 

@@ -240,6 +240,7 @@ class Pages:
                 "body_ref": [s.path, s.archive, s.archive_at, self.file_sha(s)],
                 "cites": self.refs(view.cites.get(s.id, ())),
                 "links": self.links(s),
+                "method": view.extra(s, "method"),  # llm | extractive (the offline backend's)
             }
         incidents = [r for r in rows if r.type == "incident"]
         timeline = [
