@@ -298,6 +298,37 @@ def test_every_word_of_a_picture_is_inside_it(sites, page, name):
     assert cut == []
 
 
+def test_the_log_table_fits_the_page_with_raw_sources_in_it(tmp_path, browser):
+    """A raw source's name (raw/<sha256>.txt) has nowhere to break: without one, the log's
+    table ran past the page and hid its details column behind a scroll bar, even on a desktop."""
+    wiki = tmp_path / "wiki"
+    shutil.copytree(REPO / "llm-wiki", wiki, ignore=shutil.ignore_patterns(".llm-wiki", "graph"))
+    mock = {"LLM_WIKI_MOCK_FILE": str(REPO / "tests" / "mock_ingest.py")}
+    Cli(wiki)(
+        "ingest",
+        str(REPO / "tests" / "data" / "ingest" / "team-chat.txt"),
+        "--backend",
+        "mock",
+        env=mock,
+    )
+    site = _site(wiki, tmp_path / "site")
+    for width in (1280, 800):  # a phone scrolls the four columns in their box, as designed
+        context = browser.new_context(viewport={"width": width, "height": 900})
+        page = context.new_page()
+        for rel in [
+            "inspector/index.html",
+            *(p.relative_to(site).as_posix() for p in site.glob("inspector/log-*.html")),
+        ]:
+            page.goto(url(site, rel))
+            if rel == "inspector/index.html":
+                assert "raw/" in page.inner_text("table.log")
+            wide = page.eval_on_selector_all(
+                "div.scroll", "els => els.filter(e => e.scrollWidth > e.clientWidth + 1).length"
+            )
+            assert wide == 0, (width, rel)
+        context.close()
+
+
 def test_the_manifest_is_not_needed_to_browse(sites):
     """The manifest only serves rebuilds: its pages are exactly the folder's files."""
     site = sites["example"]
