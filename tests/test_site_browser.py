@@ -144,6 +144,10 @@ def test_search_finds_an_entry_by_an_alias_and_by_a_word_of_its_body(sites, page
     site = sites["example"]
     assert search(page, site, "postings table")[0] == NEW  # its alias
     assert OLD in search(page, site, "serializable")  # a word of its body only
+    sqs = "2026-03-04-queue-sqs"
+    assert search(page, site, "Warteschlange") == [sqs]  # an alias, in no other field
+    assert search(page, site, "aws") == [sqs]  # a tag, in no other field
+    assert search(page, site, "database holds")[0] == OLD  # its question's words only
     assert "search.html?q=" in page.url
 
 
