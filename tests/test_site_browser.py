@@ -333,6 +333,32 @@ def test_the_log_table_fits_the_page_with_raw_sources_in_it(tmp_path, browser):
         context.close()
 
 
+def test_every_page_of_the_imported_corpora_and_of_an_ingest_fits_a_phone(sites, browser, tmp_path):
+    """Long words with nowhere to break (an ADR file's path, a raw source's sha256 name, a URL
+    in an alternative's reason) must wrap, not widen the page past a phone's screen."""
+    ingested = tmp_path / "wiki"
+    shutil.copytree(
+        REPO / "llm-wiki", ingested, ignore=shutil.ignore_patterns(".llm-wiki", "graph")
+    )
+    mock = {"LLM_WIKI_MOCK_FILE": str(REPO / "tests" / "mock_ingest.py")}
+    chat = REPO / "tests" / "data" / "ingest" / "team-chat.txt"
+    Cli(ingested)("ingest", str(chat), "--backend", "mock", env=mock)
+    madr = tmp_path / "madr"
+    Cli(madr)("init", str(madr))
+    Cli(madr)("import-adr", "--recursive", str(CORPORA / "adr__madr"))
+    context = browser.new_context(viewport={"width": 375, "height": 800}, is_mobile=True)
+    page = context.new_page()
+    wide = []
+    for site in (sites["corpora"], _site(ingested, tmp_path / "s1"), _site(madr, tmp_path / "s2")):
+        for html in sorted(site.rglob("*.html")):
+            page.goto(html.as_uri())
+            width = page.evaluate("document.documentElement.scrollWidth")
+            if width > 375:
+                wide.append((html.relative_to(site).as_posix(), width))
+    context.close()
+    assert wide == []
+
+
 def test_the_manifest_is_not_needed_to_browse(sites):
     """The manifest only serves rebuilds: its pages are exactly the folder's files."""
     site = sites["example"]
