@@ -431,6 +431,51 @@ def test_obsidian_notes_link_supersession_and_leave_the_index_alone(example):
     assert index_files(example) == before
 
 
+def test_a_synthesis_made_without_an_llm_is_not_said_to_be_written_by_one(example, tmp_path):
+    """The offline backend's synthesis is each active entry's own summary: the domain page still
+    labels it generated orientation, but does not say an LLM wrote it."""
+    from conftest import Cli
+
+    cli = Cli(example)
+    cli("consolidate", "--backend", "offline")
+    build(cli, "--out", str(tmp_path / "s"))
+    page = (tmp_path / "s" / "domains" / "platform.html").read_text()
+    box = page[page.index('id="synthesis"') :]
+    assert "generated orientation" in box and "it is not evidence" in box
+    assert "Written by an LLM" not in box
+    assert "without an LLM" in box[: box.index('<div class="body">')]
+    synthesis = next((tmp_path / "s" / "entries").glob("*-the-platform-domain*.html")).read_text()
+    banner = synthesis[synthesis.index("<b>Generated.</b>") :][:400]
+    assert "Written by an LLM" not in banner and "without an LLM" in banner
+
+
+INCIDENT = "2026-03-18-refund-events-stuck-for-3-hours-the-dead-letter-queue-filled-6266"
+
+
+def test_an_incident_page_says_what_resolved_it_and_the_resolver_says_what_it_closed(
+    example, tmp_path
+):
+    """``resolves`` is what closes an incident (the domain page lists it as closed): both pages
+    say so, each linking the other."""
+    from conftest import Cli
+
+    cli = Cli(example)
+    fix = cli.json(*write_args("Replay refunds from the DLQ", resolves=INCIDENT))["id"]
+    build(cli, "--out", str(tmp_path / "s"))
+    site = tmp_path / "s"
+    resolver = (site / "entries" / f"{fix}.html").read_text()
+    assert "It resolves:" in resolver and f'href="../entries/{INCIDENT}.html"' in resolver
+    incident = (site / "entries" / f"{INCIDENT}.html").read_text()
+    assert "Resolved by:" in incident and f'href="../entries/{fix}.html"' in incident
+    domain = (site / "domains" / "platform.html").read_text()
+    closed = domain[
+        domain.index("<h3>Closed</h3>") : domain.index('id="synthesis"')
+        if 'id="synthesis"' in domain
+        else None
+    ]
+    assert INCIDENT in closed and "resolved by a later entry" in closed
+
+
 def test_site_json_has_a_stable_shape(example, tmp_path):
     from conftest import Cli
 

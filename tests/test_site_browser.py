@@ -144,6 +144,10 @@ def test_search_finds_an_entry_by_an_alias_and_by_a_word_of_its_body(sites, page
     site = sites["example"]
     assert search(page, site, "postings table")[0] == NEW  # its alias
     assert OLD in search(page, site, "serializable")  # a word of its body only
+    sqs = "2026-03-04-queue-sqs"
+    assert search(page, site, "Warteschlange") == [sqs]  # an alias, in no other field
+    assert search(page, site, "aws") == [sqs]  # a tag, in no other field
+    assert search(page, site, "database holds")[0] == OLD  # its question's words only
     assert "search.html?q=" in page.url
 
 
@@ -270,6 +274,102 @@ def test_pages_fit_a_phone(sites, browser):
         ):
             assert 300 <= box <= 360, (rel, box)
     context.close()
+
+
+OVERFLOW = """() => { const out = []; document.querySelectorAll("svg.picture").forEach(svg => {
+  const width = svg.viewBox.baseVal.width;
+  svg.querySelectorAll("text").forEach(t => {
+    const b = t.getBBox();
+    if (b.x < -0.5 || b.x + b.width > width + 0.5) out.push(["picture", t.textContent]);
+    const node = t.closest(".node");
+    if (node) {
+      const r = node.querySelector("rect").getBBox();
+      if (b.x < r.x - 0.5 || b.x + b.width > r.x + r.width + 0.5) out.push(["box", t.textContent]);
+    }
+  });
+}); return out; }"""
+
+
+@pytest.mark.parametrize("name", ["example", pytest.param("corpora", marks=pytest.mark.slow)])
+def test_every_word_of_a_picture_is_inside_it(sites, page, name):
+    """A label cut by the picture's edge (or a box's) loses what it ends with: the ellipsis
+    that says it was shortened, or the status word that says what became of a decision."""
+    site = sites[name]
+    cut = []
+    for html in sorted(site.glob("domains/*.html")) + sorted(site.glob("entries/*.html")):
+        page.goto(html.as_uri())
+        cut += [(html.name, *text) for text in page.evaluate(OVERFLOW)]
+    assert cut == []
+
+
+def test_the_log_table_fits_the_page_with_raw_sources_in_it(tmp_path, browser):
+    """A raw source's name (raw/<sha256>.txt) has nowhere to break: without one, the log's
+    table ran past the page and hid its details column behind a scroll bar, even on a desktop."""
+    wiki = tmp_path / "wiki"
+    shutil.copytree(REPO / "llm-wiki", wiki, ignore=shutil.ignore_patterns(".llm-wiki", "graph"))
+    mock = {"LLM_WIKI_MOCK_FILE": str(REPO / "tests" / "mock_ingest.py")}
+    Cli(wiki)(
+        "ingest",
+        str(REPO / "tests" / "data" / "ingest" / "team-chat.txt"),
+        "--backend",
+        "mock",
+        env=mock,
+    )
+    site = _site(wiki, tmp_path / "site")
+    for width in (1280, 800):  # a phone scrolls the four columns in their box, as designed
+        context = browser.new_context(viewport={"width": width, "height": 900})
+        page = context.new_page()
+        for rel in [
+            "inspector/index.html",
+            *(p.relative_to(site).as_posix() for p in site.glob("inspector/log-*.html")),
+        ]:
+            page.goto(url(site, rel))
+            if rel == "inspector/index.html":
+                assert "raw/" in page.inner_text("table.log")
+            wide = page.eval_on_selector_all(
+                "div.scroll", "els => els.filter(e => e.scrollWidth > e.clientWidth + 1).length"
+            )
+            assert wide == 0, (width, rel)
+        context.close()
+
+
+def test_pages_of_the_imported_corpora_and_of_an_ingest_fit_a_phone(sites, browser, tmp_path):
+    """Long words with nowhere to break (an ADR file's path, a raw source's sha256 name, a URL
+    in an alternative's reason) must wrap, not widen the page past a phone's screen."""
+    ingested = tmp_path / "wiki"
+    shutil.copytree(
+        REPO / "llm-wiki", ingested, ignore=shutil.ignore_patterns(".llm-wiki", "graph")
+    )
+    mock = {"LLM_WIKI_MOCK_FILE": str(REPO / "tests" / "mock_ingest.py")}
+    chat = REPO / "tests" / "data" / "ingest" / "team-chat.txt"
+    Cli(ingested)("ingest", str(chat), "--backend", "mock", env=mock)
+    madr = tmp_path / "madr"
+    Cli(madr)("init", str(madr))
+    Cli(madr)("import-adr", "--recursive", str(CORPORA / "adr__madr"))
+    context = browser.new_context(viewport={"width": 375, "height": 800}, is_mobile=True)
+    page = context.new_page()
+    wide = []
+    corpora, s1, s2 = (
+        sites["corpora"],
+        _site(ingested, tmp_path / "s1"),
+        _site(madr, tmp_path / "s2"),
+    )
+    pages = [
+        *sorted(corpora.glob("entries/*.html"))[:25],  # each names its ADR file's path
+        *corpora.glob("domains/*.html"),
+        *s1.glob("entries/*-payout*.html"),  # a raw source's name
+        *s1.glob("raw/*.html"),
+        *s1.glob("inspector/*.html"),
+        *s2.glob("domains/*.html"),  # URLs in the alternatives' reasons
+    ]
+    for site in (corpora, s1, s2):
+        for html in sorted(p for p in pages if site in p.parents):
+            page.goto(html.as_uri())
+            width = page.evaluate("document.documentElement.scrollWidth")
+            if width > 375:
+                wide.append((html.relative_to(site).as_posix(), width))
+    context.close()
+    assert wide == []
 
 
 def test_the_manifest_is_not_needed_to_browse(sites):

@@ -177,8 +177,13 @@ def entry_main(
             f"<p><b>Superseded.</b> Replaced by {by}.</p>\n</div>\n"
         )
     if e["generated"]:
+        how = (
+            "Made without an LLM, each statement an active entry's own summary"
+            if e.get("method") == "extractive"
+            else "Written by an LLM"
+        )
         out.append(
-            '<div class="banner generated-box" role="note"><p><b>Generated.</b> Written by an LLM '
+            f'<div class="banner generated-box" role="note"><p><b>Generated.</b> {how} '
             f"(origin: {escape(e['origin'])}): orientation, not evidence. Its citations point to "
             "the entries it rests on.</p></div>\n"
         )
@@ -216,6 +221,13 @@ def entry_main(
                     f"{escape(x['date'])}{_status_word(x)}</span></li>\n"
                 )
             out.append("</ol>\n")
+    resolves, resolved_by = c.get("resolves"), c.get("resolved_by")
+    if resolves or resolved_by:
+        out.append("<h3>Incidents closed</h3>\n")
+        if resolves:
+            out.append(f"<p>It resolves:</p>{lists.entries(resolves, root)}")
+        if resolved_by:
+            out.append(f"<p>Resolved by:</p>{lists.entries(resolved_by, root)}")
     out.append("\n<h3>Sources</h3>\n")
     if c["sources"]:
         out.append('<ul class="sources">\n')

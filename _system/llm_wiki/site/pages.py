@@ -240,6 +240,7 @@ class Pages:
                 "body_ref": [s.path, s.archive, s.archive_at, self.file_sha(s)],
                 "cites": self.refs(view.cites.get(s.id, ())),
                 "links": self.links(s),
+                "method": view.extra(s, "method"),  # llm | extractive (the offline backend's)
             }
         incidents = [r for r in rows if r.type == "incident"]
         timeline = [
@@ -349,6 +350,7 @@ class Pages:
         deps = self._deps
         deps.update("e:" + s for s in row.supersedes)  # shown only while visible
         deps.update("e:" + s for s in row.sources)
+        deps.update("e:" + s for s in row.resolves)  # shown only while visible
         for s in row.sources:
             if s in view.by_id:
                 sources.append({"kind": "entry", "source": s, "ref": self.ref(view.by_id[s])})
@@ -379,6 +381,8 @@ class Pages:
                 "archive": row.archive,
                 "sha256": row.sha256,
                 "verify": view.tamper.get(row.id, ""),
+                # a synthesis records how it was made: llm | extractive (no LLM)
+                "method": view.extra(row, "method") if row.is_generated else None,
             },
             "body_ref": [row.path, row.archive, row.archive_at, self.file_sha(row)],
             "alternatives": [[a.id, a.rejected_because] for a in row.alternatives],
@@ -387,6 +391,8 @@ class Pages:
             "lineage": self.lineage(row),
             "sources": sources,
             "cited_by": self.refs(view.cited_by.get(row.id, ())),
+            "resolves": self.refs(row.resolves) if not row.is_generated else [],
+            "resolved_by": self.refs(view.resolved_by.get(row.id, ())),
             "links": self.links(row),
         }
 

@@ -32,9 +32,46 @@ def _esc(value: object) -> str:
     return escape(str(value))  # markupsafe's escaping, as a plain str (site/html.py)
 
 
-def _cut(text: str, limit: int) -> str:
+# How wide each printable ASCII character is, in hundredths of an em (rounded up), in DejaVu
+# Sans regular and bold: the sans-serif Chromium draws with on Debian, and among the widest of
+# the fonts system-ui names elsewhere, so a label measured with it fits in those too. A label is
+# cut to the room it has by this measure, not by a count of characters, which let a label of
+# capitals run past the picture's edge and lose its ending (measured in Chromium:
+# tests/test_site_browser.py). Any other character counts a whole em (an emoji a quarter more).
+_EM = (
+    (
+        "32,41,46,84,64,96,78,28,40,40,50,84,32,37,32,34,64,64,64,64,64,64,64,64,64,64,34,34,"
+        "84,84,84,54,100,69,69,70,78,64,58,78,76,30,30,66,56,87,75,79,61,79,70,64,62,74,69,99,"
+        "69,62,69,40,34,40,84,50,50,62,64,55,64,62,36,64,64,28,28,58,28,98,64,62,64,64,42,53,"
+        "40,64,60,82,60,60,53,64,34,64,84"
+    ),
+    (
+        "35,46,53,84,70,101,88,31,46,46,53,84,38,42,38,37,70,70,70,70,70,70,70,70,70,70,40,40,"
+        "84,84,84,59,100,78,77,74,84,69,69,83,84,38,38,78,64,100,84,86,74,86,78,73,69,82,78,"
+        "111,78,73,73,46,37,46,84,50,50,68,72,60,72,68,44,72,72,35,35,67,35,105,72,69,72,72,"
+        "50,60,48,72,66,93,65,66,59,72,37,72,84"
+    ),
+)
+_WIDTHS = tuple(tuple(int(n) for n in table.split(",")) for table in _EM)
+
+
+def _width(text: str, size: float, bold: bool = False) -> float:
+    """How wide ``text`` is drawn at ``size`` user units, at most (see _EM)."""
+    table, hundredths = _WIDTHS[bold], 0
+    for ch in text:
+        code = ord(ch)
+        hundredths += table[code - 32] if 32 <= code < 127 else (125 if code >= 0x1F000 else 100)
+    return hundredths * size / 100
+
+
+def _fit(text: str, room: float, size: float, bold: bool = False, after: str = "") -> str:
+    """``text`` (then ``after``, kept whole) in at most ``room`` units: cut, with an ellipsis."""
     text = " ".join(text.split())
-    return text if len(text) <= limit else text[: limit - 1].rstrip() + "…"
+    if _width(text + after, size, bold) <= room:
+        return text + after
+    while text and _width(text + "…" + after, size, bold) > room:
+        text = text[:-1]
+    return text.rstrip() + "…" + after
 
 
 def mark(shape: str, x: float, y: float, r: float = 5) -> str:
@@ -117,7 +154,10 @@ def timeline(decisions: Sequence[dict[str, Any]], root: str, title: str) -> Mark
             )
         status = d["status"]
         word = "" if status == "active" else f" ({status})"
-        label = f"{d['date']} {_cut(d['summary'], 38 - len(word))}{word}"
+        room = WIDTH - 2 - (x_mark + 10)  # from the label's start to the picture's edge
+        label = f"{d['date']} " + _fit(
+            d["summary"], room - _width(f"{d['date']} ", 11), 11, after=word
+        )
         body.append(
             f'<a href="{_esc(root)}entries/{_esc(d["id"])}.html" class="mark" '
             f'data-id="{_esc(d["id"])}" data-status="{_esc(status)}">'
@@ -236,7 +276,9 @@ def relations(centre: dict[str, Any], groups: dict[str, list[dict[str, Any]]], r
 
     def node(x: float, y: float, item: dict[str, Any], css: str = "") -> str:
         head = [x for x in (item.get("head", ""), item.get("kind", "")) if x]
-        lines = [*head, *_two_lines(item["label"], 19)[: 3 - len(head)]]
+        room = box_w - 6  # a line's room inside its box
+        head = [_fit(x, room, 9, bold=True) for x in head]
+        lines = [*head, *_two_lines(item["label"], room)[: 3 - len(head)]]
         text = "".join(
             f'<text x="{x:g}" y="{y + 3 + 10 * i - 5 * (len(lines) - 1):g}" '
             f'class="{"small strong" if i < len(head) else "small"}" '
@@ -306,12 +348,14 @@ def _capped(items: list[dict[str, Any]], most: int = 4) -> list[dict[str, Any]]:
     return [*items[: most - 1], {"head": f"+{len(items) - most + 1} more", "label": "listed below"}]
 
 
-def _two_lines(text: str, width: int) -> list[str]:
+def _two_lines(text: str, room: float, size: float = 9) -> list[str]:
+    """``text`` on at most two lines of ``room`` units each: whole words on the first, the rest
+    cut to fit on the second."""
     words = " ".join(text.split()).split(" ")
     first = ""
-    while words and len(first) + len(words[0]) + (1 if first else 0) <= width:
+    while words and _width(first + (" " if first else "") + words[0], size) <= room:
         first += (" " if first else "") + words.pop(0)
     if not first:  # one long word
-        return [_cut(text, width)]
+        return [_fit(text, room, size)]
     rest = " ".join(words)
-    return [first, _cut(rest, width)] if rest else [first]
+    return [first, _fit(rest, room, size)] if rest else [first]

@@ -86,6 +86,18 @@ class View:
         return "superseded" if self.superseded_by.get(row.id) else row.status
 
     @functools.cached_property
+    def resolved_by(self) -> dict[str, tuple[str, ...]]:
+        """Incident id -> the visible non-generated entries whose ``resolves`` name it (what
+        closes it: see open_incidents)."""
+        out: dict[str, list[str]] = {}
+        for r in self.rows:
+            if r.resolves and not r.is_generated:
+                for i in r.resolves:
+                    if i in self.by_id:
+                        out.setdefault(i, []).append(r.id)
+        return {k: tuple(v) for k, v in out.items()}
+
+    @functools.cached_property
     def open_incidents(self) -> frozenset[str]:
         """Incidents not superseded and not named in a non-generated entry's ``resolves`` (the
         briefing's rule), among the visible entries."""
