@@ -624,3 +624,35 @@ def test_entry_pages_filled_into_one_frame_are_the_pages_rendered_whole(
     assert {p: b for p, b in framed.items() if p != ".site-manifest.json"} == {
         p: b for p, b in whole.items() if p != ".site-manifest.json"
     }
+
+
+@given(
+    text=st.text(st.characters(codec="utf-8"), max_size=60) | st.text("Wi .-(", max_size=60),
+    room=st.floats(0, 400),
+    size=st.sampled_from([7, 9, 11.5]),
+    bold=st.booleans(),
+    after=st.sampled_from(["", " (superseded)"]),
+)
+def test_a_picture_label_keeps_the_longest_start_that_fits(text, room, size, bold, after):
+    """A label is cut to the longest start of its words that fits its room with the ellipsis
+    (and what must follow it), measured as the pictures measure; the two-line form fills its
+    first line with whole words that fit, in order."""
+    from llm_wiki.site.pictures import _fit, _two_lines, _width
+
+    def fit_by_trying(text: str) -> str:  # shorten one character at a time until it fits
+        text = " ".join(text.split())
+        if _width(text + after, size, bold) <= room:
+            return text + after
+        while text and _width(text + "…" + after, size, bold) > room:
+            text = text[:-1]
+        return text.rstrip() + "…" + after
+
+    assert _fit(text, room, size, bold, after) == fit_by_trying(text)
+    lines = _two_lines(text, room, size)
+    words = " ".join(text.split()).split(" ")
+    first = lines[0].split(" ")
+    if len(lines) == 2 or lines[0] == " ".join(words):
+        assert first == words[: len(first)]
+        assert _width(lines[0], size) <= room
+        if len(first) < len(words):
+            assert _width(" ".join(words[: len(first) + 1]), size) > room

@@ -8,7 +8,9 @@ data of a page's context, so a picture is a pure function of what the page finge
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import bisect
+from collections.abc import Iterable, Sequence
+from itertools import accumulate
 from typing import Any
 
 from markupsafe import Markup
@@ -53,25 +55,41 @@ _EM = (
     ),
 )
 _WIDTHS = tuple(tuple(int(n) for n in table.split(",")) for table in _EM)
+# the same by code point for all of ASCII (a control character counts an em), so an ASCII label
+# is measured by one sum over its bytes
+_ASCII = tuple((100,) * 32 + table + (100,) for table in _WIDTHS)
 
 
-def _width(text: str, size: float, bold: bool = False) -> float:
-    """How wide ``text`` is drawn at ``size`` user units, at most (see _EM)."""
+def _hundredths(text: str, bold: bool = False) -> int:
+    """How wide ``text`` is drawn, in hundredths of an em, at most (see _EM)."""
+    if text.isascii():
+        return sum(map(_ASCII[bold].__getitem__, text.encode()))
     table, hundredths = _WIDTHS[bold], 0
     for ch in text:
         code = ord(ch)
         hundredths += table[code - 32] if 32 <= code < 127 else (125 if code >= 0x1F000 else 100)
-    return hundredths * size / 100
+    return hundredths
+
+
+def _width(text: str, size: float, bold: bool = False) -> float:
+    """How wide ``text`` is drawn at ``size`` user units, at most (see _EM)."""
+    return _hundredths(text, bold) * size / 100
 
 
 def _fit(text: str, room: float, size: float, bold: bool = False, after: str = "") -> str:
-    """``text`` (then ``after``, kept whole) in at most ``room`` units: cut, with an ellipsis."""
+    """``text`` (then ``after``, kept whole) in at most ``room`` units: cut, with an ellipsis.
+    The cut keeps the longest start of ``text`` that fits (every character has a width, so
+    each longer start is wider): found in one pass over the characters' widths."""
     text = " ".join(text.split())
     if _width(text + after, size, bold) <= room:
         return text + after
-    while text and _width(text + "…" + after, size, bold) > room:
-        text = text[:-1]
-    return text.rstrip() + "…" + after
+    if text.isascii():
+        each: Iterable[int] = map(_ASCII[bold].__getitem__, text.encode())
+    else:
+        each = (_hundredths(ch, bold) for ch in text)
+    wide = list(accumulate(each, initial=_hundredths("…" + after, bold)))  # [k]: k kept
+    over = bisect.bisect_left(wide, True, key=lambda h: h * size / 100 > room)
+    return text[: max(over - 1, 0)].rstrip() + "…" + after
 
 
 def mark(shape: str, x: float, y: float, r: float = 5) -> str:
@@ -352,9 +370,13 @@ def _two_lines(text: str, room: float, size: float = 9) -> list[str]:
     """``text`` on at most two lines of ``room`` units each: whole words on the first, the rest
     cut to fit on the second."""
     words = " ".join(text.split()).split(" ")
-    first = ""
-    while words and _width(first + (" " if first else "") + words[0], size) <= room:
+    first, used, space = "", 0, _hundredths(" ")
+    while words:
+        grown = used + (space if first else 0) + _hundredths(words[0])
+        if grown * size / 100 > room:
+            break
         first += (" " if first else "") + words.pop(0)
+        used = grown
     if not first:  # one long word
         return [_fit(text, room, size)]
     rest = " ".join(words)
