@@ -320,10 +320,10 @@ class Ranker:
         decisions) set the mean a domain of long records was measured by, so a term in a
         long record's body counted for a tenth of one in a note's; within its domain an entry
         is long or short only among its own kind. Only the pool's domains are looked up."""
-        domain = self._domains(rowids)
         if not DOMAIN_MEANS:
             every = self.catalog.field_means(self.viewer, None)[""]
-            return dict.fromkeys(domain, every)
+            return dict.fromkeys(rowids, every)
+        domain = self._domains(rowids)
         means = self.catalog.field_means(self.viewer, domain.values())
         return {r: means[d] for r, d in domain.items() if d in means}
 
@@ -563,27 +563,22 @@ class Ranker:
         return {row.rowid: row for row in self.catalog.rows(self.viewer, ids=ids)}
 
     def _domains(self, rowids: Sequence[int]) -> dict[int, str]:
-        out: dict[int, str] = {}
-        ids = list(rowids)
-        for start in range(0, len(ids), 900):
-            part = ids[start : start + 900]
-            marks = ",".join("?" * len(part))
-            for rowid, domain in self.catalog.db.execute(
-                f"SELECT rowid, domain FROM entries WHERE rowid IN ({marks})", part
-            ):
-                out[int(rowid)] = str(domain)
-        return out
+        return self._column(rowids, "domain")
 
     def _dates(self, rowids: Sequence[int]) -> dict[int, str]:
+        return self._column(rowids, "date")
+
+    def _column(self, rowids: Sequence[int], column: str) -> dict[int, str]:
+        """rowid -> the entry's ``column`` (one of the entries table's own, named here)."""
         out: dict[int, str] = {}
         ids = list(rowids)
         for start in range(0, len(ids), 900):
             part = ids[start : start + 900]
             marks = ",".join("?" * len(part))
-            for rowid, date in self.catalog.db.execute(
-                f"SELECT rowid, date FROM entries WHERE rowid IN ({marks})", part
+            for rowid, value in self.catalog.db.execute(
+                f"SELECT rowid, {column} FROM entries WHERE rowid IN ({marks})", part
             ):
-                out[int(rowid)] = str(date or "")
+                out[int(rowid)] = str(value or "")
         return out
 
 
