@@ -456,17 +456,21 @@ def test_an_incident_page_says_what_resolved_it_and_the_resolver_says_what_it_cl
     example, tmp_path
 ):
     """``resolves`` is what closes an incident (the domain page lists it as closed): both pages
-    say so, each linking the other."""
+    say so, each linking the other, and the incident's card reads closed, after a rebuild too."""
     from conftest import Cli
 
     cli = Cli(example)
-    fix = cli.json(*write_args("Replay refunds from the DLQ", resolves=INCIDENT))["id"]
-    build(cli, "--out", str(tmp_path / "s"))
     site = tmp_path / "s"
+    build(cli, "--out", str(site))  # the resolver comes after: a rebuild must show it
+    before = (site / "entries" / f"{INCIDENT}.html").read_text()
+    assert "<dt>status</dt><dd><b>active</b></dd>" in before
+    fix = cli.json(*write_args("Replay refunds from the DLQ", resolves=INCIDENT))["id"]
+    build(cli, "--out", str(site))
     resolver = (site / "entries" / f"{fix}.html").read_text()
     assert "It resolves:" in resolver and f'href="../entries/{INCIDENT}.html"' in resolver
     incident = (site / "entries" / f"{INCIDENT}.html").read_text()
     assert "Resolved by:" in incident and f'href="../entries/{fix}.html"' in incident
+    assert "<dt>status</dt><dd><b>closed</b> (written as active; resolved" in incident
     domain = (site / "domains" / "platform.html").read_text()
     closed = domain[
         domain.index("<h3>Closed</h3>") : domain.index('id="synthesis"')

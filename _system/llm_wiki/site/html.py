@@ -98,11 +98,18 @@ def decision(d: dict[str, Any], root: str, slug: Callable[[str], str]) -> str:
     return "\n".join(out)
 
 
-def card(e: dict[str, Any], root: str, slug: Callable[[str], str]) -> Markup:
-    """An entry's frontmatter as the card at the top of its page."""
+def card(
+    e: dict[str, Any], root: str, slug: Callable[[str], str], resolved: bool = False
+) -> Markup:
+    """An entry's frontmatter as the card at the top of its page; ``resolved``: an incident a
+    later entry's ``resolves`` closes (its status reads closed, as its domain page files it)."""
     r = escape(root)
     written = ""
-    if e["status"] != e["written_status"]:
+    status = e["status"]
+    if resolved and e["type"] == "incident" and status == "active":
+        status = "closed"
+        written = " (written as active; resolved: see Incidents closed below)"
+    elif status != e["written_status"]:
         written = f" (written as {escape(e['written_status'])})"
     optional = ""  # (these rows end without a line break, as the template wrote them)
     if e["actors"]:
@@ -139,7 +146,7 @@ def card(e: dict[str, Any], root: str, slug: Callable[[str], str]) -> Markup:
         f"<dt>id</dt><dd><code>{escape(e['id'])}</code></dd>\n"
         f"<dt>type</dt><dd>{escape(e['type'])}</dd>\n"
         f"<dt>date</dt><dd>{escape(e['date'])}</dd>\n"
-        f"<dt>status</dt><dd><b>{escape(e['status'])}</b>{written}</dd>\n"
+        f"<dt>status</dt><dd><b>{escape(status)}</b>{written}</dd>\n"
         f'<dt>domain</dt><dd><a href="{r}domains/{domain}.html">{domain}</a></dd>\n'
         f"{optional}<dt>scope</dt><dd>{escape(e['scope'])}</dd>\n"
         f"<dt>origin</dt><dd>{escape(e['origin'])}</dd>\n"
@@ -187,7 +194,10 @@ def entry_main(
             f"(origin: {escape(e['origin'])}): orientation, not evidence. Its citations point to "
             "the entries it rests on.</p></div>\n"
         )
-    out.append(f'\n{card(e, root, slug)}\n\n<h2>Body</h2>\n<div class="body">{body_html}</div>\n\n')
+    resolved = bool(c["resolved_by"])
+    out.append(
+        f'\n{card(e, root, slug, resolved)}\n\n<h2>Body</h2>\n<div class="body">{body_html}</div>\n\n'
+    )
     if c["alternatives"]:
         out.append('<h2>Alternatives considered</h2>\n<ul class="reasons">\n')
         out += [
