@@ -155,3 +155,27 @@ def test_a_write_into_a_folder_a_killed_write_made_still_syncs_its_parents(
     month = entries / "2032" / "03"
     assert (month / f"{entry['id']}.md").exists()
     assert {str(month), str(entries / "2032"), str(entries)} <= {os.path.abspath(p) for p in synced}
+
+
+def test_a_raw_source_stored_syncs_no_folder_outside_the_wiki(wiki_path, monkeypatch):
+    """A raw source is linked into raw/ (one level under the wiki, where an entry is three): its
+    folder and the wiki's root are synced, never the folder the wiki lies in, which its user
+    may not be able to open (a shared wiki under a folder of mode 0711): that open failed
+    after the file was linked, and the ingest reported the source as not stored."""
+    import hashlib
+
+    import llm_wiki.files as files
+    from llm_wiki.ingest import _store_raw
+    from llm_wiki.wiki import Wiki
+
+    synced: list[str] = []
+    real = files.fsync_dir
+    monkeypatch.setattr(files, "fsync_dir", lambda path: (synced.append(str(path)), real(path)))
+    data = b"a raw source\n"
+    sha = hashlib.sha256(data).hexdigest()
+    _store_raw(Wiki(wiki_path), data, sha, f"raw/{sha}.txt")
+    assert (wiki_path / "raw" / f"{sha}.txt").read_bytes() == data
+    root = os.path.abspath(wiki_path)
+    synced_abs = {os.path.abspath(p) for p in synced}
+    assert {os.path.join(root, "raw"), root} <= synced_abs
+    assert all(p == root or p.startswith(root + os.sep) for p in synced_abs), synced_abs

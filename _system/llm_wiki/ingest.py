@@ -922,7 +922,8 @@ def _store_raw(wiki: Wiki, data: bytes, sha: str, raw: str) -> None:
             )
         return
     try:
-        created = create_no_clobber(path, data, wiki.state_dir / "tmp")
+        # raw/ and the wiki's root: never the folder the wiki lies in (not the wiki's to open)
+        created = create_no_clobber(path, data, wiki.state_dir / "tmp", levels=2)
     except OSError as exc:
         raise WikiError(
             f"cannot store {raw}: {exc.strerror}; check the wiki's permissions."
