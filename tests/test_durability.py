@@ -179,3 +179,34 @@ def test_a_raw_source_stored_syncs_no_folder_outside_the_wiki(wiki_path, monkeyp
     synced_abs = {os.path.abspath(p) for p in synced}
     assert {os.path.join(root, "raw"), root} <= synced_abs
     assert all(p == root or p.startswith(root + os.sep) for p in synced_abs), synced_abs
+    synced.clear()  # there already (an ingest killed after linking it): synced all the same
+    _store_raw(Wiki(wiki_path), data, sha, f"raw/{sha}.txt")
+    assert {os.path.abspath(p) for p in synced} == {os.path.join(root, "raw"), root}
+
+
+def test_a_retried_write_syncs_the_folders_of_the_file_it_finishes(wiki_path, monkeypatch):
+    """A write killed after linking its file and before its log line leaves the file, and the
+    retried write logs it as written (it does not link it again). The killed write may have
+    died before the file's folders were synced: the retry syncs them before the line goes in,
+    or a power cut could take away a file log.md says was written."""
+    import llm_wiki.files as files
+    import llm_wiki.store as store
+
+    env = subprocess_env(
+        LLM_WIKI_DIR=str(wiki_path), LLM_WIKI_CRASH_AT="after-link", LLM_WIKI_NOW="2033-04-05"
+    )
+    proc = run_module(*ARGS, env=env)
+    assert proc.returncode == -9, proc.stderr
+    (left,) = (wiki_path / "entries").rglob("*.md")
+    events: list[str] = []
+    real_sync, real_append = files.fsync_dir, store.append_log
+    monkeypatch.setattr(files, "fsync_dir", lambda p: (events.append(str(p)), real_sync(p)))
+    monkeypatch.setattr(
+        store, "append_log", lambda *a, **k: (events.append("log"), real_append(*a, **k))[1]
+    )
+    monkeypatch.setenv("LLM_WIKI_NOW", "2033-04-05")
+    got = Cli(wiki_path).json(*ARGS)
+    assert got["id"] == left.stem and not got["created"]
+    month = os.path.abspath(left.parent)
+    synced = [os.path.abspath(p) for p in events[: events.index("log")] if p != "log"]
+    assert {month, os.path.dirname(month), os.path.dirname(os.path.dirname(month))} <= set(synced)

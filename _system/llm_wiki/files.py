@@ -123,6 +123,14 @@ def atomic_write(path: PathLike, data: bytes | bytearray | str, mode: int = 0o64
     fsync_dir(folder)
 
 
+def sync_folders(path: PathLike, levels: int = 3) -> None:
+    """Sync the folder of ``path`` and the ``levels`` - 1 above it (see create_no_clobber)."""
+    folder = os.path.abspath(os.path.dirname(os.fspath(path)) or ".")
+    for _ in range(levels):
+        fsync_dir(folder)
+        folder = os.path.dirname(folder)
+
+
 def create_no_clobber(path: PathLike, data: bytes, tmp_dir: PathLike, levels: int = 3) -> bool:
     """Create ``path`` holding ``data`` (mode 0444) unless it exists. True if created.
 
@@ -146,10 +154,7 @@ def create_no_clobber(path: PathLike, data: bytes, tmp_dir: PathLike, levels: in
             os.link(tmp, path)
         except FileExistsError:
             return False
-        made = folder
-        for _ in range(levels):
-            fsync_dir(made)
-            made = os.path.dirname(made)
+        sync_folders(path, levels)
         crashpoint("after-link")
         return True
     finally:
