@@ -527,8 +527,10 @@ def test_the_lengths_table_follows_hand_edits_supersession_and_archiving(
     check()
     path = wiki_path / moved["path"]
     os.chmod(path, 0o644)
-    text = path.read_text().replace("domain: ops", "domain: mail").replace(
-        "scope: shared", "scope: matter-x"
+    text = (
+        path.read_text()
+        .replace("domain: ops", "domain: mail")
+        .replace("scope: shared", "scope: matter-x")
     )
     path.write_text(text + "\nA longer body now, " * 30 + "\n")
     check()
