@@ -155,3 +155,58 @@ def test_a_write_into_a_folder_a_killed_write_made_still_syncs_its_parents(
     month = entries / "2032" / "03"
     assert (month / f"{entry['id']}.md").exists()
     assert {str(month), str(entries / "2032"), str(entries)} <= {os.path.abspath(p) for p in synced}
+
+
+def test_a_raw_source_stored_syncs_no_folder_outside_the_wiki(wiki_path, monkeypatch):
+    """A raw source is linked into raw/ (one level under the wiki, where an entry is three): its
+    folder and the wiki's root are synced, never the folder the wiki lies in, which its user
+    may not be able to open (a shared wiki under a folder of mode 0711): that open failed
+    after the file was linked, and the ingest reported the source as not stored."""
+    import hashlib
+
+    import llm_wiki.files as files
+    from llm_wiki.ingest import _store_raw
+    from llm_wiki.wiki import Wiki
+
+    synced: list[str] = []
+    real = files.fsync_dir
+    monkeypatch.setattr(files, "fsync_dir", lambda path: (synced.append(str(path)), real(path)))
+    data = b"a raw source\n"
+    sha = hashlib.sha256(data).hexdigest()
+    _store_raw(Wiki(wiki_path), data, sha, f"raw/{sha}.txt")
+    assert (wiki_path / "raw" / f"{sha}.txt").read_bytes() == data
+    root = os.path.abspath(wiki_path)
+    synced_abs = {os.path.abspath(p) for p in synced}
+    assert {os.path.join(root, "raw"), root} <= synced_abs
+    assert all(p == root or p.startswith(root + os.sep) for p in synced_abs), synced_abs
+    synced.clear()  # there already (an ingest killed after linking it): synced all the same
+    _store_raw(Wiki(wiki_path), data, sha, f"raw/{sha}.txt")
+    assert {os.path.abspath(p) for p in synced} == {os.path.join(root, "raw"), root}
+
+
+def test_a_retried_write_syncs_the_folders_of_the_file_it_finishes(wiki_path, monkeypatch):
+    """A write killed after linking its file and before its log line leaves the file, and the
+    retried write logs it as written (it does not link it again). The killed write may have
+    died before the file's folders were synced: the retry syncs them before the line goes in,
+    or a power cut could take away a file log.md says was written."""
+    import llm_wiki.files as files
+    import llm_wiki.store as store
+
+    env = subprocess_env(
+        LLM_WIKI_DIR=str(wiki_path), LLM_WIKI_CRASH_AT="after-link", LLM_WIKI_NOW="2033-04-05"
+    )
+    proc = run_module(*ARGS, env=env)
+    assert proc.returncode == -9, proc.stderr
+    (left,) = (wiki_path / "entries").rglob("*.md")
+    events: list[str] = []
+    real_sync, real_append = files.fsync_dir, store.append_log
+    monkeypatch.setattr(files, "fsync_dir", lambda p: (events.append(str(p)), real_sync(p)))
+    monkeypatch.setattr(
+        store, "append_log", lambda *a, **k: (events.append("log"), real_append(*a, **k))[1]
+    )
+    monkeypatch.setenv("LLM_WIKI_NOW", "2033-04-05")
+    got = Cli(wiki_path).json(*ARGS)
+    assert got["id"] == left.stem and not got["created"]
+    month = os.path.abspath(left.parent)
+    synced = [os.path.abspath(p) for p in events[: events.index("log")] if p != "log"]
+    assert {month, os.path.dirname(month), os.path.dirname(os.path.dirname(month))} <= set(synced)

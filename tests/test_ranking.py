@@ -502,3 +502,47 @@ def test_index_check_finds_lengths_that_drifted(cli, wiki, wiki_path):
     assert ".llm-wiki/catalog.sqlite3" in result.stdout
     cli("index", "--full")
     cli("index", "--check")
+
+
+def test_the_lengths_table_follows_hand_edits_supersession_and_archiving(
+    cli, wiki, wiki_path, monkeypatch
+):
+    """The lengths table sums what fts holds after a file edited by hand moves its entry to
+    another scope and domain and lengthens its body, after a supersession re-renders a row and
+    after archiving moves files into an archive (their rows, and fts's, stay)."""
+    import os
+
+    from conftest import write_args
+    from llm_wiki.catalog import read_catalog
+
+    def check() -> None:
+        cli("index")
+        with read_catalog(wiki) as catalog:
+            assert _lengths(catalog.db) == _lengths_from_fts(catalog.db)
+        cli("index", "--check")
+
+    monkeypatch.setenv("LLM_WIKI_NOW", "2026-01-05")
+    old = cli.json(*write_args("Use Postgres for the ledger", body="Ledger rows."))
+    moved = cli.json(*write_args("Queues for mail", domain="ops", scope="shared"))
+    check()
+    path = wiki_path / moved["path"]
+    os.chmod(path, 0o644)
+    text = (
+        path.read_text()
+        .replace("domain: ops", "domain: mail")
+        .replace("scope: shared", "scope: matter-x")
+    )
+    path.write_text(text + "\nA longer body now, " * 30 + "\n")
+    check()
+    with read_catalog(wiki) as catalog:
+        held = {(r[0], r[1]) for r in _lengths(catalog.db)}
+        assert ("matter-x", "mail") in held and ("shared", "ops") not in held
+    monkeypatch.setenv("LLM_WIKI_NOW", "2026-01-10")
+    cli(*write_args("Use Postgres for the ledger, revised", supersedes=old["id"]))
+    check()
+    monkeypatch.setenv("LLM_WIKI_NOW", "2026-09-01")
+    cli("archive")
+    check()
+    with read_catalog(wiki) as catalog:
+        archived = "SELECT count(*) FROM entries WHERE archive IS NOT NULL"
+        assert catalog.db.execute(archived).fetchone()[0]

@@ -225,12 +225,14 @@ hand_steps = st.lists(
 
 
 @settings(max_examples=fewer(15), deadline=None)
-@given(steps=hand_steps)
-def test_verify_since_finds_what_verify_finds(tmp_path_factory, steps):
+@given(steps=hand_steps, trusted=st.booleans())
+def test_verify_since_finds_what_verify_finds(tmp_path_factory, steps, trusted):
     """A site rebuild checks again only what changed since the last build (verify_since): after
     any run of writes and hand changes (an edit, one that keeps the size and puts the mtime back,
     a file deleted and put back, a stray copy, a copy under the same name in another month, a
-    touch) it reports what the whole verify does."""
+    touch) it reports what the whole verify does, whether the last build's records are trusted
+    or not (a build within 2 s of a write: each file is hashed again in place, and a file gone
+    must still be found among records remade so)."""
     from conftest import Cli
     from llm_wiki import store
     from llm_wiki.access import Viewer
@@ -260,7 +262,7 @@ def test_verify_since_finds_what_verify_finds(tmp_path_factory, steps):
     def trust_all() -> None:
         # every record trusted, as a build made seconds later trusts them; the sleep keeps a
         # hand change out of the clock tick its file was hashed in (the racy case RACY_NS is for)
-        hashes.finish(os.stat(wiki.log_path).st_mtime_ns + 10 * HashCache.RACY_NS)
+        hashes.finish(os.stat(wiki.log_path).st_mtime_ns + 10 * HashCache.RACY_NS if trusted else 0)
         time.sleep(0.02)
 
     trust_all()
@@ -376,3 +378,43 @@ def test_verify_since_hashes_again_a_file_whose_record_is_not_trusted(tmp_path):
     )
     assert got == whole and any(f.id == ids[1] for f in got.findings)
     assert again.changed == {rel}
+
+
+@pytest.mark.parametrize("trusted", [True, False])
+def test_verify_since_finds_a_file_gone_when_another_came_in_its_place(tmp_path, trusted):
+    """Files gone are found by count (the last build's records less those kept or checked
+    again): one file removed and one added by hand before the same rebuild must not cancel out,
+    whether the records were trusted or are remade in place."""
+    from conftest import Cli
+    from llm_wiki import store
+    from llm_wiki.access import Viewer
+    from llm_wiki.create import init_wiki
+    from llm_wiki.verify import HashCache, logged_entries, verify, verify_since
+    from llm_wiki.wiki import Wiki
+
+    root = tmp_path / "wiki"
+    init_wiki(root)
+    cli = Cli(root)
+    ids = [cli.json(*write_args(f"Entry number {i}"))["id"] for i in range(3)]
+    wiki, viewer = Wiki(root), Viewer.everyone()
+    lines, offset = [], 0
+    for end, line in store.read_log(wiki):
+        lines.append(line)
+        offset = end
+    logged = logged_entries(lines)
+    hashes = HashCache()
+    last = verify(wiki, viewer, logged=logged, logged_to=offset, hashes=hashes)
+    hashes.finish(os.stat(wiki.log_path).st_mtime_ns + 10 * HashCache.RACY_NS if trusted else 0)
+    files = dict(hashes.files)
+    gone = root / next(r for r in files if ids[0] in r)
+    came = root / next(r for r in files if ids[1] in r)
+    gone.unlink()
+    twin = root / "entries" / "2001" / "01" / came.name  # a logged id's file in another month
+    twin.parent.mkdir(parents=True)
+    twin.write_bytes(came.read_bytes())
+    whole = verify(wiki, viewer, logged=logged, logged_to=offset, hashes=HashCache(files))
+    got = verify_since(
+        wiki, viewer, last, logged=logged, logged_to=offset, hashes=HashCache(files), named=set()
+    )
+    assert any(f.kind == "removed" and f.id == ids[0] for f in whole.findings)
+    assert got == whole, (got, whole)

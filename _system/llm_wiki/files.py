@@ -123,7 +123,15 @@ def atomic_write(path: PathLike, data: bytes | bytearray | str, mode: int = 0o64
     fsync_dir(folder)
 
 
-def create_no_clobber(path: PathLike, data: bytes, tmp_dir: PathLike) -> bool:
+def sync_folders(path: PathLike, levels: int = 3) -> None:
+    """Sync the folder of ``path`` and the ``levels`` - 1 above it (see create_no_clobber)."""
+    folder = os.path.abspath(os.path.dirname(os.fspath(path)) or ".")
+    for _ in range(levels):
+        fsync_dir(folder)
+        folder = os.path.dirname(folder)
+
+
+def create_no_clobber(path: PathLike, data: bytes, tmp_dir: PathLike, levels: int = 3) -> bool:
     """Create ``path`` holding ``data`` (mode 0444) unless it exists. True if created.
 
     The bytes are written and fsynced under a temp name first, then hard-linked into place: a
@@ -131,7 +139,9 @@ def create_no_clobber(path: PathLike, data: bytes, tmp_dir: PathLike) -> bool:
     link the file's folder and the two above it are synced (an entry's ``entries/YYYY/MM``),
     every time: a write killed between making a month's folder and syncing its parent leaves a
     folder that exists but may not survive a power cut, and the next write into it, seeing it
-    there, must not rely on it (a clean folder's fsync costs a few microseconds).
+    there, must not rely on it (a clean folder's fsync costs a few microseconds). ``levels``:
+    how many folders are synced, the file's own and those above it, none outside the wiki (a
+    raw source's ``raw/`` is one level down: 2, its folder and the wiki's root).
     """
     folder = os.path.abspath(os.path.dirname(os.fspath(path)) or ".")
     make_dirs(folder)
@@ -144,8 +154,7 @@ def create_no_clobber(path: PathLike, data: bytes, tmp_dir: PathLike) -> bool:
             os.link(tmp, path)
         except FileExistsError:
             return False
-        for made in (folder, os.path.dirname(folder), os.path.dirname(os.path.dirname(folder))):
-            fsync_dir(made)
+        sync_folders(path, levels)
         crashpoint("after-link")
         return True
     finally:

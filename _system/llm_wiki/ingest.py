@@ -57,7 +57,7 @@ from llm_wiki.catalog import Catalog, Row, read_catalog
 from llm_wiki.citations import CitationProblem, Evidence, check_facts, check_quote, fold
 from llm_wiki.entries import NAME_RE, Entry, decode_text, entry_from_mapping
 from llm_wiki.errors import BackendFailed, BackendUnavailable, InvalidInput, WikiError
-from llm_wiki.files import create_no_clobber
+from llm_wiki.files import create_no_clobber, sync_folders
 from llm_wiki.lint import DUPLICATE_JACCARD, summary_overlap
 from llm_wiki.prompts import json_object, render_prompt
 from llm_wiki.ranking import MIN_LINE_TOKENS, Question, Ranker, parse_question, shortlist_lines
@@ -920,9 +920,11 @@ def _store_raw(wiki: Wiki, data: bytes, sha: str, raw: str) -> None:
                 f"{raw} exists but its bytes do not match its name; restore it (git checkout) "
                 "or remove it, then ingest again."
             )
+        sync_folders(path, 2)  # (an ingest killed after linking it may not have synced them)
         return
     try:
-        created = create_no_clobber(path, data, wiki.state_dir / "tmp")
+        # raw/ and the wiki's root: never the folder the wiki lies in (not the wiki's to open)
+        created = create_no_clobber(path, data, wiki.state_dir / "tmp", levels=2)
     except OSError as exc:
         raise WikiError(
             f"cannot store {raw}: {exc.strerror}; check the wiki's permissions."

@@ -27,7 +27,7 @@ from llm_wiki.entries import (
     replace_fields,
 )
 from llm_wiki.errors import InvalidInput, WikiError, os_failure, storage_failure
-from llm_wiki.files import create_no_clobber, fsync_dir, sweep_temp
+from llm_wiki.files import create_no_clobber, fsync_dir, sweep_temp, sync_folders
 from llm_wiki.records import Frozen
 from llm_wiki.schema import LIST_SIZED, require_list_sizes, require_valid
 from llm_wiki.wiki import STATE_DIR, Wiki
@@ -135,6 +135,8 @@ def write_entry(
                         raise _taken(candidate)
                     if known == sha or (known is None and _same_bytes(wiki.path(rel), data)):
                         if known is None:  # a write that died before its log line: finish it
+                            # (it may have died before syncing the file's folders, too)
+                            sync_folders(wiki.path(rel))
                             _record(wiki, catalog, final, rel, sha)
                         return WriteResult(candidate, rel, sha, False, text)
                     continue
