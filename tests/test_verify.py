@@ -418,3 +418,25 @@ def test_verify_since_finds_a_file_gone_when_another_came_in_its_place(tmp_path,
     )
     assert any(f.kind == "removed" and f.id == ids[0] for f in whole.findings)
     assert got == whole, (got, whole)
+
+
+def test_a_wiki_outside_git_runs_no_git_whatever_git_variables_are_set(
+    cli, wiki_path, monkeypatch
+):
+    """Only a .git up the tree, GIT_DIR or GIT_WORK_TREE can put the wiki in a repository: with
+    an identity or a CA file in GIT_ variables (as the tests and many shells have), verify asks
+    git nothing for a wiki outside one; with GIT_DIR set it asks."""
+    import llm_wiki.verify as verify
+
+    cli(*write_args("A decision outside git"))
+    asked: list[tuple[str, ...]] = []
+    monkeypatch.setattr(verify, "_git_out", lambda wiki, *args: asked.append(args))
+    if any((p / ".git").exists() for p in (wiki_path.resolve(), *wiki_path.resolve().parents)):
+        pytest.skip("the test's folder lies in a git repository")
+    monkeypatch.setenv("GIT_SSL_CAINFO", "/etc/ssl/certs/ca-certificates.crt")
+    monkeypatch.setenv("GIT_AUTHOR_NAME", "Wiki Tester")
+    assert cli.json("verify")["ok"]
+    assert asked == []
+    monkeypatch.setenv("GIT_DIR", str(wiki_path / "elsewhere.git"))
+    assert verify._in_git(verify.Wiki(wiki_path)) is False
+    assert asked == [("rev-parse", "--is-inside-work-tree")]

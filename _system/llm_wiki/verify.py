@@ -986,8 +986,13 @@ def _copy(src: int, dst: int, start: int, end: int) -> None:
         offset += len(data)
 
 
+# The variables that can put a folder with no .git above it in a repository (git(1)); the others
+# (GIT_AUTHOR_NAME, GIT_SSL_CAINFO, ... often set for good) cannot, and need no git run to ask.
+_GIT_LOCATES = ("GIT_DIR", "GIT_WORK_TREE")
+
+
 def _in_git(wiki: Wiki) -> bool:
-    if not any(k.startswith("GIT_") for k in os.environ) and not any(
+    if not any(k in os.environ for k in _GIT_LOCATES) and not any(
         os.path.exists(os.path.join(folder, ".git"))
         for folder in (wiki.root.resolve(), *wiki.root.resolve().parents)
     ):
