@@ -420,9 +420,7 @@ def test_verify_since_finds_a_file_gone_when_another_came_in_its_place(tmp_path,
     assert got == whole, (got, whole)
 
 
-def test_a_wiki_outside_git_runs_no_git_whatever_git_variables_are_set(
-    cli, wiki_path, monkeypatch
-):
+def test_a_wiki_outside_git_runs_no_git_whatever_git_variables_are_set(cli, wiki_path, monkeypatch):
     """Only a .git up the tree, GIT_DIR or GIT_WORK_TREE can put the wiki in a repository: with
     an identity or a CA file in GIT_ variables (as the tests and many shells have), verify asks
     git nothing for a wiki outside one; with GIT_DIR set it asks."""
