@@ -310,18 +310,15 @@ def test_verify_since_finds_what_verify_finds(tmp_path_factory, steps, trusted):
         files, last = hashes.files, got
 
 
-def test_verify_since_hashes_again_a_file_whose_record_is_not_trusted(tmp_path):
-    """A record made in the clock tick its file last changed in is not trusted (HashCache): the
-    file is hashed again. Holding the recorded bytes, its entry keeps its last findings without
-    log.md's records being read (a build just after a write); holding others under the same
-    stat (an edit in that tick), verify_since finds what the whole verify finds."""
-    from collections.abc import Mapping
-
+def _three_entries_verified(tmp_path, finish_at):
+    """A wiki of three written entries, verified once into a HashCache finished at
+    ``finish_at`` (None: late enough that every record is trusted; 0: none is): the root, the
+    ids, the wiki, the viewer, log.md's records and end, the result and the records."""
     from conftest import Cli
     from llm_wiki import store
     from llm_wiki.access import Viewer
     from llm_wiki.create import init_wiki
-    from llm_wiki.verify import HashCache, logged_entries, verify, verify_since
+    from llm_wiki.verify import HashCache, logged_entries, verify
     from llm_wiki.wiki import Wiki
 
     root = tmp_path / "wiki"
@@ -336,8 +333,23 @@ def test_verify_since_hashes_again_a_file_whose_record_is_not_trusted(tmp_path):
     logged = logged_entries(lines)
     hashes = HashCache()
     last = verify(wiki, viewer, logged=logged, logged_to=offset, hashes=hashes)
-    hashes.finish(0)  # none trusted: as a build within 2 s of the writes leaves them
-    files = dict(hashes.files)
+    if finish_at is None:
+        finish_at = os.stat(wiki.log_path).st_mtime_ns + 10 * HashCache.RACY_NS
+    hashes.finish(finish_at)
+    return root, ids, wiki, viewer, logged, offset, last, dict(hashes.files)
+
+
+def test_verify_since_hashes_again_a_file_whose_record_is_not_trusted(tmp_path):
+    """A record made in the clock tick its file last changed in is not trusted (HashCache): the
+    file is hashed again. Holding the recorded bytes, its entry keeps its last findings without
+    log.md's records being read (a build just after a write); holding others under the same
+    stat (an edit in that tick), verify_since finds what the whole verify finds."""
+    from collections.abc import Mapping
+
+    from llm_wiki.verify import HashCache, verify, verify_since
+
+    # none trusted: as a build within 2 s of the writes leaves them
+    root, ids, wiki, viewer, logged, offset, last, files = _three_entries_verified(tmp_path, 0)
     assert files and not any(v[5] for v in files.values())
 
     class Watched(Mapping):  # log.md's records, counting the look-ups
@@ -385,27 +397,11 @@ def test_verify_since_finds_a_file_gone_when_another_came_in_its_place(tmp_path,
     """Files gone are found by count (the last build's records less those kept or checked
     again): one file removed and one added by hand before the same rebuild must not cancel out,
     whether the records were trusted or are remade in place."""
-    from conftest import Cli
-    from llm_wiki import store
-    from llm_wiki.access import Viewer
-    from llm_wiki.create import init_wiki
-    from llm_wiki.verify import HashCache, logged_entries, verify, verify_since
-    from llm_wiki.wiki import Wiki
+    from llm_wiki.verify import HashCache, verify, verify_since
 
-    root = tmp_path / "wiki"
-    init_wiki(root)
-    cli = Cli(root)
-    ids = [cli.json(*write_args(f"Entry number {i}"))["id"] for i in range(3)]
-    wiki, viewer = Wiki(root), Viewer.everyone()
-    lines, offset = [], 0
-    for end, line in store.read_log(wiki):
-        lines.append(line)
-        offset = end
-    logged = logged_entries(lines)
-    hashes = HashCache()
-    last = verify(wiki, viewer, logged=logged, logged_to=offset, hashes=hashes)
-    hashes.finish(os.stat(wiki.log_path).st_mtime_ns + 10 * HashCache.RACY_NS if trusted else 0)
-    files = dict(hashes.files)
+    root, ids, wiki, viewer, logged, offset, last, files = _three_entries_verified(
+        tmp_path, None if trusted else 0
+    )
     gone = root / next(r for r in files if ids[0] in r)
     came = root / next(r for r in files if ids[1] in r)
     gone.unlink()
