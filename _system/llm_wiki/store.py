@@ -97,16 +97,11 @@ def entry_folders(wiki: Wiki) -> Iterator[tuple[str, str]]:
 
 
 def iter_entry_stats(wiki: Wiki) -> Iterator[tuple[str, os.stat_result]]:
-    """Every ``entries/YYYY/MM/*.md`` as (path relative to the root, its full stat), sorted."""
-    for year, year_path in _sorted_dirs(wiki.entries_dir):
-        for month, month_path in _sorted_dirs(year_path):
-            with os.scandir(month_path) as it:
-                files = sorted(
-                    (e.name, e.stat()) for e in it if e.name[-3:] == ".md" and e.name[0] != "."
-                )
-            prefix = f"entries/{year}/{month}/"
-            for name, st in files:
-                yield prefix + name, st
+    """Every ``entries/YYYY/MM/*.md`` as (path relative to the root, its full stat), sorted
+    (:func:`folder_stats` of each month, in order)."""
+    for prefix, folder in entry_folders(wiki):
+        for name, st in sorted(folder_stats(folder)):
+            yield prefix + name, st
 
 
 # os.stat relative to a folder's descriptor where the platform has it (not Windows)
