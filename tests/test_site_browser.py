@@ -81,6 +81,18 @@ def sites(tmp_path_factory):
     }
 
 
+@pytest.fixture(scope="module")
+def ingested(tmp_path_factory):
+    """The example wiki after an ingest (a raw source and the entries quoting it) and its site."""
+    base = tmp_path_factory.mktemp("ingested")
+    wiki = base / "wiki"
+    shutil.copytree(REPO / "llm-wiki", wiki, ignore=shutil.ignore_patterns(".llm-wiki", "graph"))
+    mock = {"LLM_WIKI_MOCK_FILE": str(REPO / "tests" / "mock_ingest.py")}
+    chat = REPO / "tests" / "data" / "ingest" / "team-chat.txt"
+    Cli(wiki)("ingest", str(chat), "--backend", "mock", env=mock)
+    return _site(wiki, base / "site")
+
+
 def url(site: Path, page: str) -> str:
     return (site / page).as_uri()
 
@@ -113,7 +125,7 @@ def test_a_crawl_from_the_home_page_finds_every_page_and_no_missing_one(sites, p
         if current in seen:
             continue
         seen.add(current)
-        page.goto(current)
+        page.goto(current, wait_until="domcontentloaded")  # (the links are in the HTML)
         for link in page.evaluate(LINKS):
             parsed = urlparse(link)
             if parsed.scheme != "file":
@@ -302,20 +314,10 @@ def test_every_word_of_a_picture_is_inside_it(sites, page, name):
     assert cut == []
 
 
-def test_the_log_table_fits_the_page_with_raw_sources_in_it(tmp_path, browser):
+def test_the_log_table_fits_the_page_with_raw_sources_in_it(ingested, browser):
     """A raw source's name (raw/<sha256>.txt) has nowhere to break: without one, the log's
     table ran past the page and hid its details column behind a scroll bar, even on a desktop."""
-    wiki = tmp_path / "wiki"
-    shutil.copytree(REPO / "llm-wiki", wiki, ignore=shutil.ignore_patterns(".llm-wiki", "graph"))
-    mock = {"LLM_WIKI_MOCK_FILE": str(REPO / "tests" / "mock_ingest.py")}
-    Cli(wiki)(
-        "ingest",
-        str(REPO / "tests" / "data" / "ingest" / "team-chat.txt"),
-        "--backend",
-        "mock",
-        env=mock,
-    )
-    site = _site(wiki, tmp_path / "site")
+    site = ingested
     for width in (1280, 800):  # a phone scrolls the four columns in their box, as designed
         context = browser.new_context(viewport={"width": width, "height": 900})
         page = context.new_page()
@@ -333,27 +335,18 @@ def test_the_log_table_fits_the_page_with_raw_sources_in_it(tmp_path, browser):
         context.close()
 
 
-def test_pages_of_the_imported_corpora_and_of_an_ingest_fit_a_phone(sites, browser, tmp_path):
+def test_pages_of_the_imported_corpora_and_of_an_ingest_fit_a_phone(
+    sites, ingested, browser, tmp_path
+):
     """Long words with nowhere to break (an ADR file's path, a raw source's sha256 name, a URL
     in an alternative's reason) must wrap, not widen the page past a phone's screen."""
-    ingested = tmp_path / "wiki"
-    shutil.copytree(
-        REPO / "llm-wiki", ingested, ignore=shutil.ignore_patterns(".llm-wiki", "graph")
-    )
-    mock = {"LLM_WIKI_MOCK_FILE": str(REPO / "tests" / "mock_ingest.py")}
-    chat = REPO / "tests" / "data" / "ingest" / "team-chat.txt"
-    Cli(ingested)("ingest", str(chat), "--backend", "mock", env=mock)
     madr = tmp_path / "madr"
     Cli(madr)("init", str(madr))
     Cli(madr)("import-adr", "--recursive", str(CORPORA / "adr__madr"))
     context = browser.new_context(viewport={"width": 375, "height": 800}, is_mobile=True)
     page = context.new_page()
     wide = []
-    corpora, s1, s2 = (
-        sites["corpora"],
-        _site(ingested, tmp_path / "s1"),
-        _site(madr, tmp_path / "s2"),
-    )
+    corpora, s1, s2 = sites["corpora"], ingested, _site(madr, tmp_path / "s2")
     pages = [
         *sorted(corpora.glob("entries/*.html"))[:25],  # each names its ADR file's path
         *corpora.glob("domains/*.html"),
