@@ -282,7 +282,7 @@ def relations(centre: dict[str, Any], groups: dict[str, list[dict[str, Any]]], r
     ``groups``: "replaced", "replaced_by", "cites", "cited_by" -> dicts with label (and id when
     the node is an entry page of this site); at most four are drawn per side, three per row.
     """
-    box_w, box_h, gap = 96, 40, 6
+    box_w, box_h, gap = 92, 50, 6  # four lines: date, kind, the title on two; "replaced" fits between
     left, right = _capped(groups.get("replaced", [])), _capped(groups.get("replaced_by", []))
     above, below = _capped(groups.get("cited_by", []), 3), _capped(groups.get("cites", []), 3)
     side_n = max(len(left), len(right), 1)
@@ -296,7 +296,7 @@ def relations(centre: dict[str, Any], groups: dict[str, list[dict[str, Any]]], r
         head = [x for x in (item.get("head", ""), item.get("kind", "")) if x]
         room = box_w - 6  # a line's room inside its box
         head = [_fit(x, room, 9, bold=True) for x in head]
-        lines = [*head, *_two_lines(item["label"], room)[: 3 - len(head)]]
+        lines = [*head, *_two_lines(item["label"], room)[: 4 - len(head)]]
         text = "".join(
             f'<text x="{x:g}" y="{y + 3 + 10 * i - 5 * (len(lines) - 1):g}" '
             f'class="{"small strong" if i < len(head) else "small"}" '
