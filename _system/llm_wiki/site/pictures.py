@@ -282,7 +282,8 @@ def relations(centre: dict[str, Any], groups: dict[str, list[dict[str, Any]]], r
     ``groups``: "replaced", "replaced_by", "cites", "cited_by" -> dicts with label (and id when
     the node is an entry page of this site); at most four are drawn per side, three per row.
     """
-    box_w, box_h, gap = 92, 50, 6  # four lines: date, kind, the title on two; "replaced" fits between
+    # four lines: date, kind, the title on two; 92 wide, so "replaced" fits between two boxes
+    box_w, box_h, gap = 92, 50, 6
     left, right = _capped(groups.get("replaced", [])), _capped(groups.get("replaced_by", []))
     above, below = _capped(groups.get("cited_by", []), 3), _capped(groups.get("cites", []), 3)
     side_n = max(len(left), len(right), 1)
