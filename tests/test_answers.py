@@ -6,10 +6,11 @@ from __future__ import annotations
 
 import json
 import re
+import shutil
 
 import pytest
 
-from conftest import CORPORA, EVAL
+from conftest import CORPORA, EVAL, REPO, Cli
 
 MOJ = CORPORA / "ministryofjustice__cloud-platform"
 TDR = CORPORA / "nationalarchives__tdr-dev-documentation"
@@ -218,6 +219,30 @@ def test_eval_reports_answer_hit_on_the_second_dev_set(more_records, tmp_path):
     assert out["answer_hit"] >= 0.6
 
 
+@pytest.fixture(scope="module")
+def example(tmp_path_factory):
+    """The example wiki (a reflection, an incident, a proposal among its decisions)."""
+    root = tmp_path_factory.mktemp("example") / "wiki"
+    shutil.copytree(REPO / "llm-wiki", root, ignore=shutil.ignore_patterns(".llm-wiki", "graph"))
+    return Cli(root)
+
+
+@pytest.mark.parametrize(
+    "question, lead",
+    [
+        # a reflection ranked first is not what we do now: the decision in force leads
+        ("What queue do we use for payment events now?", "Current decision: Use Amazon SQS"),
+        # a question about an incident is told the incident, not a decision
+        ("Are refund events still stuck?", "Incident: Refund events stuck"),
+        # a proposal is told as one, never as the current decision
+        ("How do we deploy services now?", "Proposed, not yet decided: Deploy services"),
+    ],
+)
+def test_an_answer_about_now_calls_an_entry_only_what_it_is(example, question, lead):
+    answer, _ = ask(example, question)
+    assert quoted(answer)[0][0].startswith(lead), answer
+
+
 def test_question_kinds_what_replaced_what():
     from llm_wiki.answers import question_kind
 
@@ -231,7 +256,8 @@ def test_current_is_never_a_rejected_record(records):
     lines = quoted(answer)
     # which proposed record the ranker puts first is retrieval's business (issue 15); the rule
     # here is that the rejected record is never presented as the current decision
-    assert lines[0][0].startswith("Current decision: ")
+    # (a proposed record leads as what it is: "Proposed, not yet decided")
+    assert lines[0][0].startswith(("Current decision: ", "Proposed, not yet decided: "))
     assert not any(
         t.startswith("Current decision: Dedicated Ingress Controllers") for t, _ in lines
     )

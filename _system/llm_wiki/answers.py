@@ -507,9 +507,17 @@ def _current(opened: Sequence[Opened], stems: Sequence[str]) -> list[tuple[str, 
     # what holds now: the best match not replaced, rejected or deprecated (a rejected record is
     # not what we do now)
     gone = ("superseded", "rejected", "deprecated")
-    current = next((o for o in opened if o.status not in gone), opened[0])
+    best = next((o for o in opened if o.status not in gone), opened[0])
+    held = next(
+        (o for o in opened if o.entry.type == "decision" and o.status not in (*gone, "proposed")),
+        None,
+    )
+    # "Current decision" only for a decision in force. The best match leads when it is a
+    # decision (a proposal told as one) or an incident (what the question is about); a
+    # reflection or a synthesis ranked first gives way to the best decision in force opened
+    current = best if best.entry.type in ("decision", "incident") or held is None else held
     e = current.entry
-    out = [(f"Current decision: {e.summary} ({e.date}, {current.status})", e.id)]
+    out = [(f"{_holding_label(current)}: {e.summary} ({e.date}, {current.status})", e.id)]
     out += [(s, e.id) for s in _statement(e)]
     by_id = {o.entry.id: o for o in opened}
     told: set[str] = set()
@@ -546,6 +554,16 @@ def _current(opened: Sequence[Opened], stems: Sequence[str]) -> list[tuple[str, 
                 told.add(other.id)
                 out.append((f"{status.capitalize()} ({other.date}): {other.summary}", other.id))
     return out
+
+
+def _holding_label(item: Opened) -> str:
+    """What the answer to a question about now calls the entry it leads with."""
+    kind = item.entry.type
+    if kind == "decision":
+        return "Proposed, not yet decided" if item.status == "proposed" else "Current decision"
+    if kind == "incident":
+        return "Incident"
+    return f"No decision in force among the entries opened; the closest {kind}"
 
 
 def _past(opened: Sequence[Opened], stems: Sequence[str]) -> list[tuple[str, str]]:
