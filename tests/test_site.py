@@ -112,6 +112,28 @@ def test_the_default_folder_is_local_state_and_the_text_says_where(example):
     assert (out / "index.html").is_file()
 
 
+def test_a_link_between_imported_adrs_goes_to_the_entry_of_that_file(cli, tmp_path):
+    """An ADR's relative link to another record of its folder leads to the entry imported from
+    it, resolved from the linking record's own folder: a file of the same name in another
+    repository never takes the link."""
+    repo = tmp_path / "moj"
+    shutil.copytree(REPO / "tests/data/corpora/ministryofjustice__cloud-platform", repo)
+    other = tmp_path / "other"
+    other.mkdir()
+    (other / "003-Use-Concourse-CI.md").write_text(
+        "# 3. Use Concourse CI\n\nDate: 2017-01-01\n\n## Status\n\nAccepted\n\n"
+        "## Context\n\nAnother repository's record of the same name.\n"
+    )
+    cli("import-adr", str(other), "--domain", "other")
+    cli("import-adr", str(repo), "--domain", "cloud-platform")
+    build(cli, "--out", str(tmp_path / "s"))
+    site = tmp_path / "s" / "entries"
+    [page] = site.glob("*-support-deployments-from-third-party-ci-*.html")
+    [target] = [p for p in site.glob("*-use-concourse-ci-*.html") if "2017-01-01" not in p.name]
+    html = page.read_text()
+    assert f'<a href="../entries/{target.name}">is transitioning to Concourse CI</a>' in html
+
+
 def test_entry_text_holding_html_is_shown_as_text(cli, tmp_path):
     hostile = '<b>bold</b> & <script>alert("summary")</script>'
     body = (

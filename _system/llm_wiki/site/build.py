@@ -22,6 +22,7 @@ import itertools
 import json
 import operator
 import os
+import posixpath
 import pickle
 from collections.abc import Callable, Iterator
 from dataclasses import astuple, dataclass
@@ -741,7 +742,7 @@ class _Builder(Pages):
                 "cited_by": [_node(r) for r in ctx["cited_by"]],
             }
             return {
-                "body_html": self.markdown(body, root),
+                "body_html": self.markdown(body, root, _adr_folder(ctx["sources"])),
                 "picture": pictures.relations(_node(e, here=True), groups, root),
                 "excerpts": self.excerpts(ctx["sources"]),
             }
@@ -796,31 +797,44 @@ class _Builder(Pages):
 
     @functools.cached_property
     def adr_digest(self) -> str:
-        return sha256_hex(repr(sorted(self.adr_files.items())).encode())
+        return sha256_hex(repr(sorted(self.adr_files[0].items())).encode())  # (names follow)
 
-    def markdown(self, body: str, root: str) -> Any:
+    def markdown(self, body: str, root: str, folder: str | None = None) -> Any:
+        """``body`` as HTML. A relative link to an ADR file is resolved from ``folder`` (where
+        the entry's own ADR file was: its sources' ``adr:`` path) when it is known, else by the
+        file's name when one visible entry alone was imported from a file of that name."""
         by_id = self.view.by_id
-        adr = self.adr_files
+        paths, names = self.adr_files
 
         def entry_href(entry_id: str) -> str | None:
             return f"{root}entries/{entry_id}.html" if entry_id in by_id else None
 
-        def file_href(name: str) -> str | None:
-            entry_id = adr.get(name)
+        def file_href(path: str) -> str | None:
+            entry_id = None
+            if folder is not None:
+                entry_id = paths.get(posixpath.normpath(posixpath.join(folder, path)))
+            if entry_id is None:
+                entry_id = names.get(path.rsplit("/", 1)[-1])
             return entry_href(entry_id) if entry_id else None
 
         return render_body(body, entry_href=entry_href, file_href=file_href)
 
     @property
-    def adr_files(self) -> dict[str, str]:
-        """ADR file name -> the visible entry imported from it (the newest, if several)."""
+    def adr_files(self) -> tuple[dict[str, str], dict[str, str | None]]:
+        """ADR file path (as its ``adr:`` source names it) -> the visible entry imported from
+        it, the newest if several; and file name -> that entry, None where entries of several
+        paths share the name (two repositories' 0001-record-architecture-decisions.md)."""
         if not hasattr(self, "_adr"):
-            found: dict[str, str] = {}
+            paths: dict[str, str] = {}
             for row in sorted(self._groups["adr"], key=lambda r: (r.date, r.id)):
                 for s in row.sources:
                     if s.startswith("adr:"):
-                        found[s[4:]] = row.id
-            self._adr = found
+                        paths[posixpath.normpath(s[4:])] = row.id
+            names: dict[str, str | None] = {}
+            for path, entry_id in paths.items():
+                name = path.rsplit("/", 1)[-1]
+                names[name] = entry_id if names.get(name, entry_id) == entry_id else None
+            self._adr = (paths, names)
         return self._adr
 
     def excerpts(self, sources: list[dict[str, Any]]) -> dict[str, list[tuple[int, str, bool]]]:
@@ -926,3 +940,11 @@ def _prune_empty(out: Path) -> None:
     for folder in sorted((p for p in out.rglob("*") if p.is_dir()), reverse=True):
         with contextlib.suppress(OSError):
             folder.rmdir()
+
+
+def _adr_folder(sources: list[dict[str, Any]]) -> str | None:
+    """The folder of the entry's own ADR file (its first ``adr:`` source), if it has one."""
+    for s in sources:
+        if s["kind"] == "adr":
+            return posixpath.dirname(posixpath.normpath(s["name"]))
+    return None

@@ -100,7 +100,8 @@ def render_body(
     file_href: Callable[[str], str | None] = lambda _: None,
 ) -> Markup:
     """``text`` (markdown) as safe HTML. ``entry_href(id)``: the relative URL of a visible
-    entry's page, else None; ``file_href(name)``: the same for a file a relative link names."""
+    entry's page, else None; ``file_href(path)``: the same for a file a relative link names
+    (its path as the link writes it, without its #fragment)."""
     if _cmark_renders(text):
         return Markup(_render_cmark(text, entry_href, file_href))
     return Markup(_render_markdown_it(text, entry_href, file_href))
@@ -136,7 +137,7 @@ def _render_markdown_it(
 def _link_attrs(href: str, file_href: Callable[[str], str | None]) -> tuple[str, dict[str, str]]:
     """The tag and attributes of a link to ``href`` (normalised, not escaped), by the rules above."""
     if not href.startswith("#") and not _SCHEME_RE.match(href):
-        target = file_href(href.split("#", 1)[0].rsplit("/", 1)[-1])
+        target = file_href(href.split("#", 1)[0])
         if target is None:
             return "span", {"class": "unlinked", "title": href}
         return "a", {"href": target}
