@@ -22,8 +22,8 @@ import itertools
 import json
 import operator
 import os
-import posixpath
 import pickle
+import posixpath
 from collections.abc import Callable, Iterator
 from dataclasses import astuple, dataclass
 from pathlib import Path
