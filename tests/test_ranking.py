@@ -215,6 +215,30 @@ def test_dates_in_the_question_order_the_records(tdr, question, first):
     assert pair[0] == first, order
 
 
+def test_a_named_month_is_a_date_not_a_name_no_entry_mentions(tdr):
+    """ "April" is capitalised because it is a month: it is the question's period, not a name
+    that no entry mentions, and neither it nor the year is a word to search for."""
+    from llm_wiki.ranking import parse_question
+    from llm_wiki.ranking.question import names
+
+    q = parse_question("What did we settle for Keycloak user administrators in June 2020?")
+    assert q.period == "2020-06" and "june" not in q.terms and "2020" not in q.terms
+    assert names("Did we change it in April, or on Monday?") == []
+    out = tdr.json("query", "What did we settle for Keycloak user administrators in June 2020?")
+    assert out["mode"] != "nothing-found", out["answer"]
+
+
+def test_a_question_that_names_only_a_period_gets_its_entries(tdr):
+    out = tdr.json("query", "What did we decide in 2020?", "--k", "5")
+    dates = [e["date"] for e in out["opened"]]
+    assert len(dates) == 5 and all(d.startswith("2020") for d in dates), dates
+    # newest first (a replaced decision brings its replacement in right after it)
+    assert dates[0] == max(dates), dates
+    none = tdr.json("query", "What did we decide in 2009?")
+    assert none["mode"] == "nothing-found"
+    assert "no entry is dated in 2009" in none["answer"]
+
+
 def test_nothing_found_names_what_no_entry_mentions(tdr):
     out = tdr.json("query", "Why did we move the consignment database from MySQL to Oracle?")
     assert out["mode"] == "nothing-found" and out["opened"] == []

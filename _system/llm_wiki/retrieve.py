@@ -489,6 +489,8 @@ def _answer(
 def _nothing_text(got: Retrieval, backend: Backend) -> str:
     if backend.is_llm:
         return "Nothing found: no entry in the archive answers this question."
+    if got.question.only_period and not got.ranking.items:
+        return f"Nothing found: no entry is dated in {got.question.period}."
     if not got.question.terms:
         return "Nothing found: the question has no words to search for; ask about a topic."
     if not got.ranking.items:
@@ -511,8 +513,11 @@ def _nothing_text(got: Retrieval, backend: Backend) -> str:
     )
 
 
-def _either(things: Sequence[str]) -> str:
-    quoted = [f"'{t}'" for t in things]
+def _either(things: Sequence[str], most: int = 5) -> str:
+    """'a', 'b' or 'c' (past ``most`` of them: the first ones, then how many more)."""
+    quoted = [f"'{t[:60]}'" for t in things[:most]]
+    if len(things) > most:
+        return ", ".join(quoted) + f" or {len(things) - most} more"
     return quoted[0] if len(quoted) == 1 else ", ".join(quoted[:-1]) + " or " + quoted[-1]
 
 

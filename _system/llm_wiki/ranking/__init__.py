@@ -222,6 +222,7 @@ class Ranker:
         with_vectors = bool(
             self.semantic
             and question.text
+            and not question.only_period  # no topic to come close to: the dates alone order it
             and self.visible()
             and not self.vectors().missing_for(self.viewer)
         )
@@ -235,6 +236,13 @@ class Ranker:
             sem, _ = self.vectors().search(question.text, self.viewer, pool)
             if sem:
                 lists.append([r for r, _ in sem])
+        dated: list[int] = []
+        if (
+            question.only_period
+        ):  # "What did we decide in 2021?": the period's entries, newest first
+            dated = self._dated(question.period, pool)
+            if dated:
+                lists.append(dated)
         if not lists:
             return Ranking(question, (), True, Evidence())
         fused = _rrf(lists)
@@ -262,6 +270,8 @@ class Ranker:
         if lex and not with_vectors:
             best = lex[0][1] if bm25f else self._best_bm25f(question, [r for r, _ in lex])
         nothing, evidence = self.nothing(question, best, sem)
+        if dated:  # entries of the period it asks about are what it asks for
+            nothing, evidence = False, Evidence(signals=("period",))
         items = self.by_time(question, items, window)
         fts_order = tuple(self._fts_order) if bm25f else ()
         return Ranking(question, tuple(items[:limit]), nothing, evidence, dict(sem), fts_order)
@@ -269,7 +279,9 @@ class Ranker:
     def on_topic(self, ranking: Ranking, rows: Sequence[Row]) -> list[bool]:
         """Whether each of ``rows`` answers the question on its own: it holds at least an
         average term's worth of the question's weight, or (with vectors) its meaning comes
-        within :data:`COSINE_FLOOR`."""
+        within :data:`COSINE_FLOOR`; for a question that names only a period, it is dated in it."""
+        if ranking.question.only_period:
+            return [row.date.startswith(ranking.question.period) for row in rows]
         weights = self._term_weights(ranking.question)
         floor = sum(weights.values()) / len(weights) if weights else math.inf
         held = self._terms_held(list(weights), [r.rowid for r in rows])
@@ -561,6 +573,15 @@ class Ranker:
             )
         ]  # fmt: skip
         return {row.rowid: row for row in self.catalog.rows(self.viewer, ids=ids)}
+
+    def _dated(self, period: str, limit: int) -> list[int]:
+        """The rowids of this viewer's entries dated in ``period`` ("YYYY" or "YYYY-MM"),
+        newest first."""
+        sql = (
+            f"SELECT rowid FROM entries WHERE substr(date, 1, {len(period)}) = ? AND "
+            f"{self._within('rowid')} ORDER BY date DESC, rowid DESC LIMIT ?"
+        )
+        return [int(r) for (r,) in self.catalog.db.execute(sql, [period, limit])]
 
     def _domains(self, rowids: Sequence[int]) -> dict[int, str]:
         return self._column(rowids, "domain")

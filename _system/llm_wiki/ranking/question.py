@@ -102,6 +102,10 @@ _MONTHS = {
     )
     for m in names.split()
 }
+# Capitalised because they are dates, not names ("in April", "on Monday").
+_CALENDAR = frozenset(
+    [*_MONTHS, "monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday"]
+)
 _YEAR_RE = re.compile(r"(?<![\w-])((?:19|20)\d\d)(?:-(0[1-9]|1[0-2]))?(?![\w-])")
 _MONTH_YEAR_RE = re.compile(
     r"\b(" + "|".join(sorted(_MONTHS, key=len, reverse=True)) + r")\.?\s+((?:19|20)\d\d)\b", re.I
@@ -115,6 +119,7 @@ class Question:
     intent: str = ""  # "present" | "past" | ""
     when: bool = False  # asks for a date ("When did we ...?")
     period: str = ""  # "YYYY" or "YYYY-MM" the question names, else ""
+    only_period: bool = False  # the period is all it names ("What did we decide in 2021?")
 
     @property
     def present(self) -> bool:
@@ -150,8 +155,19 @@ def period_of(text: str) -> str:
     return ""
 
 
+def _without_period(text: str) -> str:
+    """``text`` less the period it names ("April 2021", "2021-03", "in 2021"): the period ranks
+    by date (:attr:`Question.period`), and as words it would ask for entries that write it out."""
+    got = _MONTH_YEAR_RE.search(text) or _YEAR_RE.search(text)
+    return text if got is None else f"{text[: got.start()]} {text[got.end() :]}"
+
+
 def parse_question(text: str) -> Question:
-    words = [w.lower() for w in WORD_RE.findall(text)]
+    period = period_of(text)
+    words = [w.lower() for w in WORD_RE.findall(_without_period(text))]
+    only_period = bool(period) and not any(
+        w not in STOP and w not in FRAME and w not in TIME_WORDS for w in words
+    )
     terms = tuple(
         dict.fromkeys(
             w
@@ -167,7 +183,8 @@ def parse_question(text: str) -> Question:
         terms=terms,
         intent=intent_of(text),
         when=bool(_WHEN_RE.search(text)),
-        period=period_of(text),
+        period=period,
+        only_period=only_period,
     )
 
 
@@ -186,7 +203,7 @@ def names(text: str) -> list[tuple[str, ...]]:
         word = m.group(0)
         before = text[: m.start()].rstrip()
         first = not before or before[-1] in _SENTENCE_START
-        named = (
+        named = word.lower() not in _CALENDAR and (
             any(c.isupper() for c in word[1:])
             or (any(c.isdigit() for c in word) and any(c.isalpha() for c in word))
             or (word[0].isupper() and not first and word != "I")
