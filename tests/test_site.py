@@ -134,6 +134,17 @@ def test_a_link_between_imported_adrs_goes_to_the_entry_of_that_file(cli, tmp_pa
     assert f'<a href="../entries/{target.name}">is transitioning to Concourse CI</a>' in html
 
 
+def test_a_bodys_link_to_one_of_its_headings_lands(cli, tmp_path):
+    body = "See [the sizes](#node-instance-types).\n\n## Node instance types\n\nm5.large.\n"
+    cli(*write_args("Pick node sizes", body=body))
+    build(cli, "--out", str(tmp_path / "s"))
+    [page] = (tmp_path / "s" / "entries").glob("*.html")
+    html = page.read_text()
+    assert '<a href="#node-instance-types">the sizes</a>' in html
+    assert '<h2 id="node-instance-types">Node instance types</h2>' in html
+    assert html.count('id="node-instance-types"') == 1
+
+
 def test_entry_text_holding_html_is_shown_as_text(cli, tmp_path):
     hostile = '<b>bold</b> & <script>alert("summary")</script>'
     body = (

@@ -103,8 +103,43 @@ def render_body(
     entry's page, else None; ``file_href(path)``: the same for a file a relative link names
     (its path as the link writes it, without its #fragment)."""
     if _cmark_renders(text):
-        return Markup(_render_cmark(text, entry_href, file_href))
-    return Markup(_render_markdown_it(text, entry_href, file_href))
+        return Markup(_with_heading_ids(_render_cmark(text, entry_href, file_href)))
+    return Markup(_with_heading_ids(_render_markdown_it(text, entry_href, file_href)))
+
+
+_HEADING_RE = re.compile(r"<h([1-6])>(.*?)</h\1>", re.S)
+_TAG_RE = re.compile(r"<[^>]*>")
+_NOT_ANCHOR_RE = re.compile(r"[^\w\- ]")
+# The ids the site's own pages give their parts (templates/site/): a heading never takes one.
+PAGE_IDS = frozenset(
+    """current history incidents months proposed synthesis timeline changed domains new open
+    archives consolidation lint llm operations settings verify op-filter shown text-filter q
+    results search-form search-status""".split()
+)
+
+
+def _with_heading_ids(out: str) -> str:
+    """Each heading of a body with the anchor GitHub gives it, so that a record's link to
+    "#node-instance-types" lands: its text lowercased, characters other than letters, digits,
+    "-", "_" and spaces dropped, spaces as "-", a repeat numbered ("-1", "-2"). A heading whose
+    anchor is one of the page's own ids (:data:`PAGE_IDS`) gets none."""
+    if "<h" not in out:
+        return out
+    import html  # deferred: html.entities' table, only for a body with a heading
+
+    seen: dict[str, int] = {}
+
+    def add(m: re.Match[str]) -> str:
+        text = html.unescape(_TAG_RE.sub("", m.group(2))).strip().lower()
+        base = _NOT_ANCHOR_RE.sub("", text).replace(" ", "-")
+        n = seen.get(base, 0)
+        seen[base] = n + 1
+        anchor = base if n == 0 else f"{base}-{n}"
+        if not base or anchor in PAGE_IDS:
+            return m.group(0)
+        return f'<h{m.group(1)} id="{_attr(anchor)}">{m.group(2)}</h{m.group(1)}>'
+
+    return _HEADING_RE.sub(add, out)
 
 
 def _render_markdown_it(
