@@ -13,6 +13,7 @@ import shutil
 import subprocess
 import sys
 import time
+import urllib.error
 import urllib.request
 from pathlib import Path
 
@@ -132,6 +133,26 @@ def test_a_link_between_imported_adrs_goes_to_the_entry_of_that_file(cli, tmp_pa
     [target] = [p for p in site.glob("*-use-concourse-ci-*.html") if "2017-01-01" not in p.name]
     html = page.read_text()
     assert f'<a href="../entries/{target.name}">is transitioning to Concourse CI</a>' in html
+
+
+def test_a_gh_pages_checkout_is_a_folder_to_build_in_and_its_git_is_left_alone(cli, tmp_path):
+    """A folder holding only hidden names (.git, .nojekyll) takes a site; they are never
+    removed, even by the clean-up after a build that died half-way."""
+    cli(*write_args("Publish the site from a gh-pages checkout"))
+    out = tmp_path / "gh-pages"
+    (out / ".git" / "refs" / "heads").mkdir(parents=True)
+    (out / ".git" / "refs" / "tags").mkdir()
+    (out / ".git" / "HEAD").write_text("ref: refs/heads/gh-pages\n")
+    (out / ".nojekyll").write_text("")
+    build(cli, "--out", str(out))
+    assert (out / "index.html").is_file()
+    (out / ".site-building").touch()  # as a build that died leaves it
+    build(cli, "--out", str(out))
+    assert (out / ".git" / "HEAD").read_text() == "ref: refs/heads/gh-pages\n"
+    assert (out / ".git" / "refs" / "tags").is_dir() and (out / ".nojekyll").is_file()
+    other = tmp_path / "other"
+    (other / "notes").mkdir(parents=True)
+    assert "holds no llm-wiki site" in cli("site", "--out", str(other), code=2).stderr
 
 
 def test_a_bodys_link_to_one_of_its_headings_lands(cli, tmp_path):
@@ -554,10 +575,35 @@ def test_serve_binds_loopback_and_rebuilds_when_the_wiki_changes(example, tmp_pa
                 break
             time.sleep(0.3)
         assert "Served while it was running" in home
+        try:  # a folder is no page: not a listing of its files
+            urllib.request.urlopen(url + "entries/", timeout=10)
+            raise AssertionError("a folder was listed")
+        except urllib.error.HTTPError as exc:
+            assert exc.code == 404
     finally:
         proc.terminate()
         proc.wait(timeout=10)
     assert json.loads((out / ".site-manifest.json").read_text())["pages"]
+
+
+def test_serve_on_a_port_in_use_says_so_before_building(example, tmp_path):
+    import socket
+
+    with socket.socket() as busy:
+        busy.bind(("127.0.0.1", 0))
+        busy.listen()
+        port = busy.getsockname()[1]
+        out = tmp_path / "never"
+        got = subprocess.run(
+            [sys.executable, "-m", "llm_wiki", "site", "--out", str(out), "--serve", str(port)],
+            env=subprocess_env(LLM_WIKI_DIR=str(example)),
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+    assert got.returncode != 0 and f"cannot serve on 127.0.0.1:{port}" in got.stderr
+    assert len(got.stderr.strip().splitlines()) == 1
+    assert not out.exists()  # nothing built
 
 
 @given(value=st.one_of(st.text(), st.integers()))

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import sys
+from pathlib import Path
 from typing import Any
 
 import click
@@ -156,8 +157,15 @@ def wiki_site(
         llm-wiki site --full
     """
     session = _session(wiki_path, reader)
-    result = session.site(out, full=full, progress=_progress(as_json))
     viewer = session.viewer
+    server = None
+    if port is not None:  # the port first: one in use is said before a build, not after it
+        from llm_wiki.site import default_out  # deferred: the site's code, only for `site`
+        from llm_wiki.site.serve import bind  # deferred: http.server, only with --serve
+
+        target = Path(out).expanduser().resolve() if out else default_out(session.wiki, viewer)
+        server = bind(target, port)
+    result = session.site(out, full=full, progress=_progress(as_json))
 
     def report(result: Any) -> None:
         if as_json:
@@ -184,6 +192,7 @@ def wiki_site(
         port,
         on_start=lambda url: click.echo(f"Serving {result.out} at {url} (Ctrl-C to stop)"),
         on_rebuild=report,
+        server=server,
     )
 
 

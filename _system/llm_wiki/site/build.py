@@ -302,10 +302,17 @@ def _check_out(wiki: Wiki, out: Path) -> None:
             raise InvalidInput(f"--out {out} is inside the wiki's {name}/; choose another folder.")
     if out.exists() and not out.is_dir():
         raise InvalidInput(f"--out {out} is a file; choose a folder.")
-    if out.is_dir() and not (out / MANIFEST).exists() and any(out.iterdir()):
+    if out.is_dir() and not (out / MANIFEST).exists() and any(map(_site_file, out.iterdir())):
         raise InvalidInput(
             f"--out {out} is not empty and holds no llm-wiki site; choose an empty or new folder."
         )
+
+
+def _site_file(path: Path) -> bool:
+    """Whether a top-level name of the output folder may be the site's: a hidden one (.git of a
+    gh-pages checkout, .nojekyll) other than the build's own is the folder owner's, never looked
+    in, replaced or removed."""
+    return not path.name.startswith(".") or path.name in (MANIFEST, BUILDING)
 
 
 def _code_fingerprint() -> str:
@@ -620,7 +627,9 @@ class _Builder(Pages):
             # walls (a folder that held nothing holds only this build's pages: not listed)
             stale = {
                 p.relative_to(self.out).as_posix()
-                for p in self.out.rglob("*")
+                for top in self.out.iterdir()
+                if _site_file(top)
+                for p in (top.rglob("*") if top.is_dir() else (top,))
                 if p.is_file() and p.name not in (MANIFEST, BUILDING)
             } - set(pages)
         if stale and not marked:
@@ -937,7 +946,9 @@ def _write_if_changed(path: str | os.PathLike[str], data: bytes, fresh: bool = F
 
 
 def _prune_empty(out: Path) -> None:
-    for folder in sorted((p for p in out.rglob("*") if p.is_dir()), reverse=True):
+    tops = [top for top in out.iterdir() if top.is_dir() and _site_file(top)]
+    folders = [p for top in tops for p in (top, *top.rglob("*")) if p.is_dir()]
+    for folder in sorted(folders, reverse=True):
         with contextlib.suppress(OSError):
             folder.rmdir()
 

@@ -30,6 +30,24 @@ class _Handler(SimpleHTTPRequestHandler):
     def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - the base's name
         pass  # a browsing person's requests are not worth a line each
 
+    def list_directory(self, path: Any) -> None:
+        """A folder without index.html is no page: 404, not a listing of the files in it."""
+        self.send_error(404, "No such page")
+        return None
+
+
+def bind(out: str | Path, port: int) -> ThreadingHTTPServer:
+    """The server of ``out`` on 127.0.0.1:``port``, bound (0: any free port); a port in use is
+    a one-line error, found before anything is built."""
+    handler = functools.partial(_Handler, directory=str(out))
+    try:
+        return ThreadingHTTPServer((HOST, port), handler)
+    except OSError as exc:
+        raise WikiError(
+            f"cannot serve on {HOST}:{port}: {exc.strerror or exc}; pass another port, e.g. "
+            "--serve 8765."
+        ) from None
+
 
 def wiki_state(wiki: Wiki) -> tuple[Any, ...]:
     """Stats that change when anything the site shows changes (cheap: a few dozen stats)."""
@@ -69,17 +87,13 @@ def serve(
     on_rebuild: Callable[[SiteResult], None],
     poll_seconds: float = 1.0,
     stop: threading.Event | None = None,
+    server: ThreadingHTTPServer | None = None,
 ) -> None:
-    """Serve ``out`` on 127.0.0.1:``port`` (0: any free port) until ``stop`` is set or Ctrl-C."""
+    """Serve ``out`` on 127.0.0.1:``port`` (0: any free port; ``server``: already bound by
+    :func:`bind`) until ``stop`` is set or Ctrl-C."""
     stop = stop or threading.Event()
-    handler = functools.partial(_Handler, directory=str(out))
-    try:
-        server = ThreadingHTTPServer((HOST, port), handler)
-    except OSError as exc:
-        raise WikiError(
-            f"cannot serve on {HOST}:{port}: {exc.strerror or exc}; pass another port, e.g. "
-            "--serve 8765."
-        ) from None
+    if server is None:
+        server = bind(out, port)
     thread = threading.Thread(target=server.serve_forever, name="llm-wiki-site", daemon=True)
     thread.start()
     on_start(f"http://{HOST}:{server.server_address[1]}/")
