@@ -243,6 +243,23 @@ def test_an_answer_about_now_calls_an_entry_only_what_it_is(example, question, l
     assert quoted(answer)[0][0].startswith(lead), answer
 
 
+@pytest.mark.parametrize(
+    "question, line",
+    [
+        ("Why not DynamoDB?", "Not chosen: dynamodb, no multi-row transactions"),
+        ("Why did we pick SQS over Kafka?", "Not chosen: kafka msk, ordering and replay"),
+        # no option named: the alternative whose reason says what the question asks about
+        ("Why don't we run our own message broker?", "Not chosen: rabbitmq, we would run"),
+    ],
+)
+def test_an_alternative_written_with_the_entry_is_found_and_quoted(example, question, line):
+    """An entry's alternatives are searched (an option only its --alt names: 'Kafka' was a
+    name no entry mentions) and their reasons quoted."""
+    answer, out = ask(example, question)
+    assert out["mode"] != "nothing-found", answer
+    assert any(t.startswith(line) for t, _ in quoted(answer)), answer
+
+
 def test_question_kinds_what_replaced_what():
     from llm_wiki.answers import question_kind
 

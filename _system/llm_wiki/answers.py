@@ -801,7 +801,21 @@ def _why_not_prose(
     for _, s in sorted(scored, key=lambda x: (-x[0], x[1].index))[:2]:
         keep.append(s)
         keep += _follow(s, found)
-    return [(s.text, e.id) for s in sorted(dict.fromkeys(keep), key=lambda s: s.index)]
+    lines = [(s.text, e.id) for s in sorted(dict.fromkeys(keep), key=lambda s: s.index)]
+    # an alternative the entry was written with (``--alt rabbitmq: we would run and patch the
+    # brokers ourselves``) whose name and reason say what the question asks about
+    need = max(1, round(0.4 * len(named)))
+    alts = [
+        (_overlap(named, words) + 0.5 * _overlap(asked - named, words), n, a)
+        for n, a in enumerate(e.alternatives_considered)
+        if a.rejected_because and a.rejected_because.lower() not in e.body.lower()
+        for words in [_words(f"{a.id.replace('-', ' ')} {a.rejected_because}")]
+        if _overlap(named, words) >= need
+    ]
+    if alts:
+        _, _, a = max(alts, key=lambda t: (t[0], -t[1]))
+        lines.insert(0, (f"Not chosen: {a.id}, {a.rejected_because}", e.id))
+    return lines
 
 
 def _follow(s: Sentence, found: Sequence[Sentence]) -> list[Sentence]:

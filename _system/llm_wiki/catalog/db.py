@@ -29,7 +29,7 @@ else:
     except ImportError:  # pragma: no cover - not CPython
         import sqlite3
 
-CATALOG_VERSION = "8"  # 8: lengths
+CATALOG_VERSION = "9"  # 8: lengths; 9: alternatives searched (searchable_body)
 SUMMARY_IN_LINE = 300
 ROOT_MARK = "\x00"  # stands for the link prefix to the wiki root inside cached lines
 # Newest first; on the same day a replacement comes before what it replaced.

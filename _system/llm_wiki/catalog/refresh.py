@@ -238,12 +238,30 @@ def _insert_side_tables(catalog: Catalog, items: Sequence[tuple[int | None, Entr
                 " ; ".join(e.aliases),
                 " ; ".join(e.questions),
                 e.domain,
-                e.body,
+                searchable_body(e),
             )
             for rowid, e in items
         ],
     )
     _count_lengths(catalog, [rowid for rowid, _ in items if rowid is not None], 1)
+
+
+def searchable_body(e: Entry) -> str:
+    """The body as the search index holds it: the body, then what its alternatives say that
+    the body does not (an entry written with ``--alt kafka-msk: ordering is not needed``
+    answers "Why not Kafka?"), an option's id as words ("kafka msk"). An imported record's
+    alternatives are read from its own text, which the body already holds: searched again in
+    other words they tipped the dev folders' rankings (pooled lexical MRR .928 -> .924)."""
+    if e.origin == "imported" or not e.alternatives_considered:
+        return e.body
+    low = e.body.lower()
+    extra = [
+        part
+        for a in e.alternatives_considered
+        for part in (a.id.replace("-", " ").replace("_", " "), a.rejected_because)
+        if part and part.lower() not in low
+    ]
+    return e.body if not extra else e.body + "\n\n" + "\n".join(extra)
 
 
 def _count_lengths(catalog: Catalog, rowids: Sequence[int], sign: int) -> None:
