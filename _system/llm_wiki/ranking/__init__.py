@@ -255,9 +255,10 @@ class Ranker:
                 extra.append(inside)
         depth = TIME_DEPTH_SEMANTIC if sem else TIME_DEPTH
         if question.present and depth:  # the leading candidates, newest first
-            head = order[:depth]
-            dates = self._dates(head)
-            extra.append(sorted(head, key=lambda r: dates.get(r, ""), reverse=True))
+            head = self._answering(question, order[:depth], dict(sem))
+            if len(head) > 1:  # (one alone has no newer or older to be put before)
+                dates = self._dates(head)
+                extra.append(sorted(head, key=lambda r: dates.get(r, ""), reverse=True))
         if extra:
             fused = _rrf([*lists, *extra])
             order = sorted(fused, key=lambda r: (-fused[r], -r))
@@ -347,6 +348,28 @@ class Ranker:
         return got[0][1] if got else 0.0
 
     # -- time
+    def _answering(
+        self, question: Question, head: list[int], cosines: dict[int, float]
+    ) -> list[int]:
+        """The decisions of ``head`` that would answer the question on their own (see
+        :meth:`on_topic`): what the newest-first list of a question about now may lift. An
+        entry that shares a word or two with the question, or an incident or a reflection
+        newer than the decision, is no candidate for what holds now (in a small archive the
+        leading candidates are nearly every entry, and a newer one holding only "days" came
+        first)."""
+        kinds = self._column(head, "type")
+        head = [r for r in head if kinds.get(r) == "decision"]
+        weights = self._term_weights(question)
+        if not weights or not head:
+            return head
+        floor = sum(weights.values()) / len(weights)
+        held = self._terms_held(list(weights), head)
+        return [
+            r
+            for r in head
+            if sum(weights[t] for t in held[r]) >= floor or cosines.get(r, -1.0) >= COSINE_FLOOR
+        ]
+
     def by_time(self, question: Question, items: list[Ranked], window: int) -> list[Ranked]:
         """Supersession and dates, as the question's intent asks (see the module doc)."""
         if question.intent == "present":  # moving a newer entry up may pass its replacement:

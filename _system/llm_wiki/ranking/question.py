@@ -54,8 +54,8 @@ FRAME = _words(
     """decide decided decides deciding decision decisions choose chose chosen choosing choice
     pick picked picking agree agreed agreeing settle settled settling go went going
     option options alternative alternatives consider considered considering weigh weighed
-    look looked looking instead rather reason reasons why"""
-)
+    look looked looking instead rather reason reasons why use uses used using"""
+)  # ("use" in every form stems to "us" under the porter tokenizer: it matched the pronoun)
 # Words that only say when: they are intent, not subject.
 TIME_WORDS = _words(
     """now currently nowadays today still anymore presently originally initially previously
