@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 
-from conftest import CORPORA, EVAL
+from conftest import CORPORA, EVAL, write_args
 
 METRICS = {
     "n",
@@ -21,6 +21,10 @@ METRICS = {
     "backend",
     "backend_source",
     "questions",
+    "k",
+    "ranking",
+    "unmatched",
+    "warnings",
 }
 
 
@@ -100,3 +104,19 @@ def test_eval_runs_the_pick_step_of_an_llm_backend(cli, wiki_path):
     assert out["shortlist_recall"] == 1.0 and out["mean_prompt_tokens"] > 1000
     offline = cli.json("eval", str(EVAL / "tdr-dev.jsonl"))
     assert out["recall@1"] < offline["recall@1"]  # the last line is seldom the answer
+
+
+def test_a_relevant_name_no_entry_matches_is_warned_about_and_the_json_says_how(cli, tmp_path):
+    cli(*write_args("Use SQS for the payment events queue"))
+    questions = tmp_path / "q.jsonl"
+    questions.write_text(
+        '{"qid": "a", "question": "Why SQS?", "relevant": ["0004-api-structur"], "kind": "Why"}\n'
+    )
+    got = cli("eval", str(questions))
+    assert "1 question, backend offline, k=3, ranking lexical only" in got.stdout
+    assert "warning: 1 relevant name matches no entry you may read, each scored as a miss: " \
+        "0004-api-structur" in got.stderr  # fmt: skip
+    data = cli.json("eval", str(questions))
+    assert data["k"] == 3 and data["ranking"] == "lexical only"
+    assert data["unmatched"] == ["0004-api-structur"] and data["warnings"] == []
+    assert data["questions"][0]["kind"] == "why"

@@ -89,7 +89,7 @@ COMMANDS = [
         lambda w: ["eval", str(EVAL / "tdr-dev.jsonl")],
         {"n", "recall@1", "recall@3", "recall@5", "mrr", "current@3", "current_first"}
         | {"shortlist_recall", "none_correct", "false_none", "mean_prompt_tokens", "backend"}
-        | {"backend_source", "questions"},
+        | {"backend_source", "questions", "k", "ranking", "unmatched", "warnings"},
     ),
     ("lint", lambda w: ["lint"], LINT),
     ("lint --with-llm", lambda w: ["lint", "--with-llm", "--backend", "mock"], LINT),

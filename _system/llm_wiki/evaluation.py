@@ -47,6 +47,10 @@ from llm_wiki.errors import InvalidInput
 from llm_wiki.retrieve import answer_retrieved, budget_and_k, retrieve
 from llm_wiki.wiki import Wiki
 
+# What a question asks about (the dev sets' kinds): "current" is scored for order
+# (current_first), "none" is one nothing answers; the others are reported as they are.
+KINDS = ("why", "what-decided", "alternatives", "current", "past", "when", "none", "other")
+
 
 @dataclass(frozen=True)
 class EvalQuestion:
@@ -57,7 +61,10 @@ class EvalQuestion:
     gold: tuple[str, ...] = ()  # sentences (or alternatives, dates) a right answer contains
 
 
-def load_questions(path: str | Path) -> list[EvalQuestion]:
+def load_questions(path: str | Path, warnings: list[str] | None = None) -> list[EvalQuestion]:
+    """The questions of ``path``; what is odd but scorable (a kind none of :data:`KINDS`) goes
+    to ``warnings``."""
+    warnings = [] if warnings is None else warnings
     try:
         raw = Path(path).read_bytes()
     except OSError as exc:
@@ -78,7 +85,12 @@ def load_questions(path: str | Path) -> list[EvalQuestion]:
         relevant = data.get("relevant") or []
         if not isinstance(relevant, list) or not all(isinstance(r, str) for r in relevant):
             raise InvalidInput(f"{path}:{n}: relevant must be a list of names.")
-        kind = str(data.get("kind") or ("none" if not relevant else "other"))
+        kind = str(data.get("kind") or ("none" if not relevant else "other")).strip().lower()
+        if kind not in KINDS:
+            warnings.append(
+                f"{path}:{n}: kind {kind!r} is none of {', '.join(KINDS)}: reported as it is, "
+                "scored for neither order nor nothing found"
+            )
         gold = data.get("gold") or []
         if isinstance(gold, str):
             gold = [gold]
@@ -175,6 +187,9 @@ class EvalResult:
     backend: str
     results: tuple[QuestionResult, ...]
     backend_source: str = ""  # where the backend's name came from (set by the Session)
+    unmatched: tuple[str, ...] = ()  # relevant names no entry the reader may read matches
+    warnings: tuple[str, ...] = ()  # from the questions file (see load_questions)
+    ranking: str = ""  # "lexical" or "lexical + semantic"
 
     def metrics(self) -> dict[str, Any]:
         answerable = [r for r in self.results if r.kind != "none"]
@@ -229,6 +244,10 @@ class EvalResult:
 
     def to_dict(self) -> dict[str, Any]:
         data = self.metrics()
+        data["k"] = self.k
+        data["ranking"] = self.ranking
+        data["unmatched"] = list(self.unmatched)
+        data["warnings"] = list(self.warnings)
         data["backend"] = self.backend
         data["backend_source"] = self.backend_source or None
         data["questions"] = [r.to_dict() for r in self.results]
@@ -249,9 +268,13 @@ def evaluate(
 
     chosen = backend or get_backend(wiki)
     k, budget = budget_and_k(wiki, k, budget, chosen)  # fitted to the model's context window
-    questions = load_questions(path)
+    warned: list[str] = []
+    questions = load_questions(path, warned)
     chosen.check()
     names = resolve_names(wiki, viewer, {n for q in questions for n in q.relevant})
+    from llm_wiki.ranking.vectors import status  # deferred: settings read once, nothing heavy
+
+    semantic = "lexical + semantic" if status(wiki).on else "lexical only"
     results = []
     with read_catalog(wiki) as catalog:
         for q in questions:
@@ -300,4 +323,11 @@ def evaluate(
                     answer=answer,
                 )
             )
-    return EvalResult(k=k, backend=chosen.name, results=tuple(results))
+    return EvalResult(
+        k=k,
+        backend=chosen.name,
+        results=tuple(results),
+        unmatched=tuple(sorted(n for n, ids in names.items() if not ids)),
+        ranking=semantic,
+        warnings=tuple(warned),
+    )

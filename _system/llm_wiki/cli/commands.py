@@ -675,11 +675,16 @@ def wiki_eval(
     wiki_path: str | None,
     reader: str | None,
 ) -> None:
-    """Measure retrieval on a file of questions (no answers are generated).
+    """Measure retrieval (and answers, where a line names gold sentences) on a file of questions.
 
     One JSON object a line: {"qid", "question", "relevant": [entry ids or source names],
-    "kind"}. Prints recall@1/3/5, MRR, current@3, current_first, shortlist recall, none_correct,
-    false_none and the mean prompt size.
+    "kind", "gold": [sentences]}. kind is one of why, what, when, alternatives, current (the
+    first relevant name is the newest record, the rest those it replaced), past, none (nothing
+    answers it; relevant empty) or other. Prints recall@1/3/5, MRR, current@3, current_first,
+    shortlist recall, none_correct, false_none and the mean prompt size. A line with "gold" is
+    also answered (with an LLM backend, a paid call) and scored by answer_hit: whether the
+    answer holds a gold sentence. A relevant name no entry matches is warned about and scored
+    as a miss.
 
     Example usage:
 
@@ -688,12 +693,26 @@ def wiki_eval(
         llm-wiki eval questions.jsonl --k 5 --json
     """
     result = _session(wiki_path, reader).eval(questions, k=k, backend=backend, model=model)
+    for warning in result.warnings[:10]:
+        _note(f"warning: {warning}")
+    if result.unmatched:
+        verb = "matches" if len(result.unmatched) == 1 else "match"
+        _note(
+            f"warning: {_n(len(result.unmatched), 'relevant name')} {verb} no entry you may read, "
+            f"each scored as a miss: {', '.join(result.unmatched[:10])}"
+            + (" ..." if len(result.unmatched) > 10 else "")
+        )
     if as_json:
         _print_json(result.to_dict())
         return
     metrics = result.metrics()
-    click.echo(f"{metrics['n']} questions, backend {result.backend}, k={result.k}")
+    click.echo(
+        f"{_n(metrics['n'], 'question')}, backend {result.backend}, k={result.k}, "
+        f"ranking {result.ranking}"
+    )
     for key, value in metrics.items():
+        if key == "answer_hit_by_kind":
+            value = ", ".join(f"{kind} {share}" for kind, share in value.items())
         if key != "n":
             click.echo(f"  {key:<19} {'-' if value is None else value}")
     misses = [r for r in result.results if r.kind != "none" and (r.rank or 99) > result.k]

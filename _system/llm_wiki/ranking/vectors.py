@@ -64,6 +64,7 @@ class Status:
 
 
 OFF = ("false", "no", "off", "0")
+ON = ("true", "yes", "on", "1")
 ENV = "LLM_WIKI_EMBEDDINGS"  # the default where settings.yaml says nothing: "off" = lexical
 
 
@@ -89,7 +90,10 @@ def status(wiki: Wiki) -> Status:
             "embeddings.model to a model folder",
             model,
         )
-    if enabled is None and not folder and os.environ.get(ENV, "").strip().lower() in OFF:
+    env = os.environ.get(ENV, "").strip().lower()
+    if env and env not in OFF and env not in ON:
+        raise InvalidInput(f"{ENV}={env!r} is neither on nor off; set it to on or off.")
+    if enabled is None and not folder and env in OFF:
         return Status(False, f"lexical only: {ENV}=off and settings.yaml says nothing", model)
     return Status(True, "lexical + semantic (all-MiniLM-L6-v2)" if not folder else
                   f"lexical + semantic ({folder})", model)  # fmt: skip
