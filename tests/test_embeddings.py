@@ -227,3 +227,30 @@ def test_index_embeds_on_one_openblas_thread(cli, wiki_path):
     )
     assert out.returncode == 0, out.stderr
     assert out.stdout.split() == ["1", "1"]  # one entry embedded, one thread in the process
+
+
+@pytest.mark.skipif(importlib.util.find_spec("numpy") is None, reason="needs numpy")
+def test_an_import_embeds_what_it_wrote_and_stats_counts_a_readers_own(cli, wiki_path, tmp_path):
+    """After import-adr every record has its vector (a query would otherwise embed a few a
+    time and rank lexically until all had one), and `stats` counts, for a walled reader, the
+    vectors of the entries that reader may read and no other scope's."""
+    settings = wiki_path / "settings.yaml"
+    settings.chmod(0o644)
+    settings.write_text(
+        settings.read_text() + f"embeddings:\n  model: {tiny_bert(tmp_path / 'tiny')}\n"
+    )
+    folder = tmp_path / "adr"
+    folder.mkdir()
+    for n in range(1, 4):
+        (folder / f"000{n}-record-{n}.md").write_text(
+            f"# {n}. Record {n}\n\nDate: 2024-01-0{n}\n\n## Status\n\nAccepted\n\n"
+            f"## Decision\n\nWe choose option {n}.\n"
+        )
+    cli("import-adr", str(folder), "--domain", "adr", "--scope", "north")
+    got = cli.json("stats")["ranking"]
+    assert (got["vectors"], got["vectors_missing"]) == (3, 0)
+    cli(*write_args("A south decision", domain="adr", scope="south"))
+    cli("index")
+    (wiki_path / "access.yaml").write_text("readers:\n  alice:\n    scopes: [north]\n")
+    got = cli.json("--as", "alice", "stats")["ranking"]
+    assert (got["vectors"], got["vectors_missing"]) == (3, 0)  # not 4: south's is not hers

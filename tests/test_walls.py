@@ -268,5 +268,7 @@ def test_eval_reads_a_hidden_id_like_an_absent_one(cli, walled, tmp_path):
     absent.write_text(json.dumps({"question": "Beta ledger decision", "relevant": ["gone"]}) + "\n")
     a = cli.json("--as", "alice", "eval", str(hidden))
     b = cli.json("--as", "alice", "eval", str(absent))
+    assert (a["unmatched"], b["unmatched"]) == ([beta], ["gone"])  # each its own input, alike
     a["questions"][0]["relevant"] = b["questions"][0]["relevant"] = []
+    a["unmatched"] = b["unmatched"] = []
     assert a == b and a["recall@5"] == 0.0

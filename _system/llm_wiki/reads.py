@@ -126,16 +126,16 @@ def list_entries(
 
 
 def wiki_stats(wiki: Wiki, viewer: Viewer) -> Stats:
+    from llm_wiki.ranking.vectors import describe  # deferred: only `stats` needs it
     from llm_wiki.stats import entry_stats, llm_usage  # deferred: only `stats` needs it
 
     with read_catalog(wiki) as catalog:
         stats = entry_stats(wiki, catalog, viewer)
+        ranking = describe(wiki, catalog, viewer)
     import dataclasses  # deferred: start-up (show and list need none)
 
-    from llm_wiki.ranking.vectors import describe  # deferred: only `stats` needs it
-
     llm = {**llm_usage(wiki, viewer), "limits": configured_limits(wiki)}
-    return dataclasses.replace(stats, extra={**stats.extra, "llm": llm, "ranking": describe(wiki)})
+    return dataclasses.replace(stats, extra={**stats.extra, "llm": llm, "ranking": ranking})
 
 
 def configured_limits(wiki: Wiki) -> dict[str, Any] | None:

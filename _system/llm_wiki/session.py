@@ -425,7 +425,7 @@ class Session:
         from llm_wiki.progress import reporting  # deferred: start-up
 
         with reporting(progress):
-            return import_adr(
+            result = import_adr(
                 self.wiki,
                 _path(folder),
                 viewer=viewer,
@@ -434,6 +434,9 @@ class Session:
                 recursive=recursive,
                 dry_run=dry_run,
             )
+            if not dry_run and any(r.action in ("created", "updated") for r in result.records):
+                self._refresh_vectors()
+        return result
 
     def consolidate(
         self,
@@ -504,7 +507,7 @@ class Session:
     ) -> IndexResult:
         """Bring the catalog, INDEX.md and index/ up to date; ``check``: only say what is stale;
         ``full``: drop the catalog and build it from every file (after a hand edit of it)."""
-        from llm_wiki.catalog import check_index, read_catalog, rebuild_index  # deferred: start-up
+        from llm_wiki.catalog import check_index, rebuild_index  # deferred: start-up
 
         self._disk("index")
         if check:
@@ -513,13 +516,20 @@ class Session:
 
         with reporting(progress):
             result = rebuild_index(self.wiki, full=full)
-            from llm_wiki.ranking import vectors  # deferred: start-up (numpy only when on)
+            refreshed = self._refresh_vectors()
+        return result if refreshed is None else _replace(result, vectors=refreshed.to_dict())
 
-            if not vectors.status(self.wiki).on:
-                return result
-            with read_catalog(self.wiki) as catalog:
-                refreshed = vectors.refresh(self.wiki, catalog)
-        return _replace(result, vectors=refreshed.to_dict())
+    def _refresh_vectors(self) -> Any:
+        """Embed the entries without a vector when the semantic signal is on (after ``index``
+        and an import: else each query embeds a few and ranks lexically until all have one);
+        None when it is off."""
+        from llm_wiki.catalog import read_catalog  # deferred: start-up
+        from llm_wiki.ranking import vectors  # deferred: start-up (numpy only when on)
+
+        if not vectors.status(self.wiki).on:
+            return None
+        with read_catalog(self.wiki) as catalog:
+            return vectors.refresh(self.wiki, catalog)
 
     def archive(
         self,

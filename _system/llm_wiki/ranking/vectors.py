@@ -99,16 +99,24 @@ def status(wiki: Wiki) -> Status:
                   f"lexical + semantic ({folder})", model)  # fmt: skip
 
 
-def describe(wiki: Wiki) -> dict[str, Any]:
-    """For ``stats``: what ranking uses, and how many entries have a stored vector (read from
-    ``vectors.json``; nothing heavy is imported)."""
+def describe(wiki: Wiki, catalog: Catalog, viewer: Viewer) -> dict[str, Any]:
+    """For ``stats``: what ranking uses, and how many of the entries ``viewer`` may read have a
+    stored vector and how many have none yet (an import or writes since the last ``index``):
+    the stored ids against the reader's own entries, so another scope's count shows nowhere.
+    Nothing heavy is imported."""
     got = status(wiki)
+    if not got.on:
+        return {**got.to_dict(), "vectors": 0, "vectors_missing": 0}
     meta = _read_meta(wiki)
-    return {
-        **got.to_dict(),
-        "vectors": int(meta.get("rows", 0)) if got.on else 0,
-        "vectors_missing": int(meta.get("missing", 0)) if got.on else 0,
-    }
+    embedded: set[str] = set()
+    if meta.get("token"):
+        with contextlib.suppress(OSError):
+            text = _paths(wiki, str(meta["token"]))[2].read_text(encoding="utf-8")
+            embedded = {line.partition(" ")[0] for line in text.splitlines()}
+    clause, params = viewer.sql_filter()
+    ids = [i for (i,) in catalog.db.execute(f"SELECT id FROM entries WHERE {clause}", params)]
+    have = sum(1 for i in ids if i in embedded)
+    return {**got.to_dict(), "vectors": have, "vectors_missing": len(ids) - have}
 
 
 _ENCODERS: dict[str, tuple[Any, str]] = {}
