@@ -82,7 +82,7 @@ COMMANDS = [
         lambda w: ["query", "Which database holds the ledger?"],
         {"answer", "cited", "opened", "mode", "backend", "backend_source", "model"}
         | {"tokens_in", "tokens_out", "picked_by", "llm_answer_rejected", "llm_outcome"}
-        | {"budget"},
+        | {"budget", "why_nothing"},
     ),
     (
         "eval",
@@ -264,7 +264,7 @@ TOOLS = [
         {"question": "Which database holds the ledger?"},
         {"answer", "cited", "opened", "mode", "backend", "backend_source", "model"}
         | {"tokens_in", "tokens_out", "picked_by", "llm_answer_rejected", "llm_outcome"}
-        | {"budget"},
+        | {"budget", "why_nothing"},
     ),
     ("wiki_show", {"id": "FIRST"}, ENTRY | {"body", "body_truncated"}),
     ("wiki_list", {}, {"total", "offset", "entries", "next_cursor"}),

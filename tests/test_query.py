@@ -24,6 +24,7 @@ JSON_KEYS = {
     "llm_answer_rejected",
     "llm_outcome",
     "budget",
+    "why_nothing",
 }
 
 

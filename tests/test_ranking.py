@@ -243,6 +243,9 @@ def test_nothing_found_names_what_no_entry_mentions(tdr):
     out = tdr.json("query", "Why did we move the consignment database from MySQL to Oracle?")
     assert out["mode"] == "nothing-found" and out["opened"] == []
     assert "no entry mentions 'MySQL' or 'Oracle'" in out["answer"]
+    why = out["why_nothing"]  # for agents: what it rests on
+    assert why["unseen"] == ["MySQL", "Oracle"] and "consignment" in why["terms"]
+    assert why["held_floor"] == 0.34
 
 
 def test_stats_says_what_ranking_uses(tdr, request):

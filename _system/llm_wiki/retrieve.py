@@ -372,6 +372,8 @@ class Answer:
     llm_ok: int = 0  # LLM calls whose reply was used
     llm_failed: int = 0  # LLM calls whose reply was not usable
     budget: dict[str, Any] = dataclasses.field(default_factory=dict)  # the budgets it used
+    # offline "nothing found": what it was decided on (Evidence.to_dict), else None
+    why_nothing: dict[str, Any] | None = None
 
     @property
     def flagged(self) -> list[str]:
@@ -399,6 +401,7 @@ class Answer:
             "tokens_out": self.tokens_out,
             "llm_outcome": {"ok": self.llm_ok, "failed": self.llm_failed},
             "budget": self.budget,
+            "why_nothing": self.why_nothing,
         }
 
 
@@ -480,10 +483,23 @@ def _answer(
             model=chosen.model,
             tokens_in=got.tokens_in,
             tokens_out=got.tokens_out,
+            why_nothing=None if chosen.is_llm else _why_nothing(got),
         )
     if not chosen.is_llm:
         return _extractive(wiki, got, chosen)
     return _generated(wiki, viewer, got, chosen, budget, file_back)
+
+
+def _why_nothing(got: Retrieval) -> dict[str, Any]:
+    """For agents: the question as the ranker read it and the evidence "nothing found" rests on
+    (names no entry mentions, the lexical share or the cosine, each with its floor)."""
+    q = got.question
+    return {
+        "terms": list(q.terms),
+        "intent": q.intent,
+        "period": q.period,
+        **got.ranking.evidence.to_dict(),
+    }
 
 
 def _nothing_text(got: Retrieval, backend: Backend) -> str:

@@ -103,9 +103,8 @@ _MONTHS = {
     for m in names.split()
 }
 # Capitalised because they are dates, not names ("in April", "on Monday").
-_CALENDAR = frozenset(
-    [*_MONTHS, "monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday"]
-)
+_DAYS = ("monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday")
+_CALENDAR = frozenset([*_MONTHS, *_DAYS, *(d + "s" for d in _DAYS)])
 _YEAR_RE = re.compile(r"(?<![\w-])((?:19|20)\d\d)(?:-(0[1-9]|1[0-2]))?(?![\w-])")
 _MONTH_YEAR_RE = re.compile(
     r"\b(" + "|".join(sorted(_MONTHS, key=len, reverse=True)) + r")\.?\s+((?:19|20)\d\d)\b", re.I
