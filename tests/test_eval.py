@@ -25,6 +25,8 @@ METRICS = {
     "ranking",
     "unmatched",
     "warnings",
+    "llm_pick_fallbacks",
+    "llm_answers_rejected",
 }
 
 
@@ -104,6 +106,13 @@ def test_eval_runs_the_pick_step_of_an_llm_backend(cli, wiki_path):
     assert out["shortlist_recall"] == 1.0 and out["mean_prompt_tokens"] > 1000
     offline = cli.json("eval", str(EVAL / "tdr-dev.jsonl"))
     assert out["recall@1"] < offline["recall@1"]  # the last line is seldom the answer
+    assert out["llm_pick_fallbacks"] == 0 and {q["picked_by"] for q in out["questions"]} == {"llm"}
+    assert offline["llm_pick_fallbacks"] is None  # offline: no LLM to fall back from
+    # a model whose every reply is unusable: the figures are the ranker's, and eval says so
+    MockBackend.enqueue(*["I am not sure."] * 30)
+    broken = cli.json("eval", str(EVAL / "tdr-dev.jsonl"), "--backend", "mock")
+    assert broken["llm_pick_fallbacks"] == 30
+    assert {q["picked_by"] for q in broken["questions"]} == {"ranker"}
 
 
 def test_a_relevant_name_no_entry_matches_is_warned_about_and_the_json_says_how(cli, tmp_path):

@@ -89,7 +89,8 @@ COMMANDS = [
         lambda w: ["eval", str(EVAL / "tdr-dev.jsonl")],
         {"n", "recall@1", "recall@3", "recall@5", "mrr", "current@3", "current_first"}
         | {"shortlist_recall", "none_correct", "false_none", "mean_prompt_tokens", "backend"}
-        | {"backend_source", "questions", "k", "ranking", "unmatched", "warnings"},
+        | {"backend_source", "questions", "k", "ranking", "unmatched", "warnings"}
+        | {"llm_pick_fallbacks", "llm_answers_rejected"},
     ),
     ("lint", lambda w: ["lint"], LINT),
     ("lint --with-llm", lambda w: ["lint", "--with-llm", "--backend", "mock"], LINT),

@@ -156,6 +156,8 @@ class QuestionResult:
     prompt_tokens: int
     gold_found: tuple[bool, ...] = ()  # per gold sentence: does the answer contain it
     answer: str = ""
+    picked_by: str = "none"  # "llm" | "ranker" (offline, or the LLM's pick was unusable) | "none"
+    answer_rejected: str = ""  # why the LLM's answer was not used (the extractive one was)
 
     @property
     def answer_hit(self) -> bool | None:
@@ -166,12 +168,14 @@ class QuestionResult:
         if self.gold_found:
             extra = {"answer_hit": self.answer_hit, "gold_found": list(self.gold_found)}
             extra["answer"] = self.answer
+            extra["llm_answer_rejected"] = self.answer_rejected or None
         return extra | {
             "qid": self.qid,
             "kind": self.kind,
             "question": self.question,
             "relevant": list(self.relevant),
             "top": list(self.ranked[:5]),
+            "picked_by": self.picked_by,
             "rank": self.rank,
             "newest_rank": self.newest_rank,
             "current_first": self.current_first,
@@ -189,6 +193,7 @@ class EvalResult:
     backend_source: str = ""  # where the backend's name came from (set by the Session)
     unmatched: tuple[str, ...] = ()  # relevant names no entry the reader may read matches
     warnings: tuple[str, ...] = ()  # from the questions file (see load_questions)
+    backend_is_llm: bool = False
     ranking: str = ""  # "lexical" or "lexical + semantic"
 
     def metrics(self) -> dict[str, Any]:
@@ -235,6 +240,15 @@ class EvalResult:
             "shortlist_recall": share(answerable, lambda r: bool(r.shortlist_hit)),
             "none_correct": share(nones, lambda r: r.nothing_found),
             "false_none": share(answerable, lambda r: r.nothing_found),
+            # with an LLM backend: questions whose pick fell back to the ranker (an unusable
+            # reply), and answered ones whose LLM answer was not used (so the figures above are
+            # partly the offline ranker's and the extractive answer's)
+            "llm_pick_fallbacks": sum(1 for r in self.results if r.picked_by == "ranker")
+            if self.backend_is_llm
+            else None,
+            "llm_answers_rejected": sum(1 for r in answered if r.answer_rejected)
+            if self.backend_is_llm
+            else None,
             "mean_prompt_tokens": round(
                 sum(r.prompt_tokens for r in self.results) / len(self.results), 1
             )
@@ -302,9 +316,10 @@ def evaluate(
                 )
             shown = {r.id for r in got.shortlist}
             gold_found: tuple[bool, ...] = ()
-            answer = ""
+            answer, rejected = "", ""
             if q.gold:
-                answer = answer_retrieved(wiki, viewer, got, chosen, budget).answer
+                answered = answer_retrieved(wiki, viewer, got, chosen, budget)
+                answer, rejected = answered.answer, answered.rejected
                 gold_found = tuple(contains(answer, g) for g in q.gold)
             results.append(
                 QuestionResult(
@@ -321,6 +336,8 @@ def evaluate(
                     prompt_tokens=got.tokens_in or got.pick_prompt_tokens,
                     gold_found=gold_found,
                     answer=answer,
+                    picked_by=got.picked_by,
+                    answer_rejected=rejected,
                 )
             )
     return EvalResult(
@@ -330,4 +347,5 @@ def evaluate(
         unmatched=tuple(sorted(n for n, ids in names.items() if not ids)),
         ranking=semantic,
         warnings=tuple(warned),
+        backend_is_llm=chosen.is_llm,
     )

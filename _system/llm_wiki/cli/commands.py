@@ -714,7 +714,7 @@ def wiki_eval(
         if key == "answer_hit_by_kind":
             value = ", ".join(f"{kind} {share}" for kind, share in value.items())
         if key != "n":
-            click.echo(f"  {key:<19} {'-' if value is None else value}")
+            click.echo(f"  {key:<20} {'-' if value is None else value}")
     misses = [r for r in result.results if r.kind != "none" and (r.rank or 99) > result.k]
     for r in misses:
         click.echo(f"  miss: {r.qid} ({r.kind}) {_short(r.question, 90)}")
