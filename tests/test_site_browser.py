@@ -163,6 +163,17 @@ def test_search_finds_an_entry_by_an_alias_and_by_a_word_of_its_body(sites, page
     assert "search.html?q=" in page.url
 
 
+def test_search_results_follow_the_words_as_they_are_typed(sites, page):
+    page.goto(url(sites["example"], "search.html") + "?q=serializable")
+    page.wait_for_selector("#results a")
+    page.fill("#q", "Warteschlange")  # no Enter: the list must not stay the last query's
+    page.wait_for_function(
+        "document.getElementById('search-status').textContent.includes('Warteschlange')"
+    )
+    hrefs = page.eval_on_selector_all("#results a", "els => els.map(a => a.href)")
+    assert [Path(unquote(urlparse(h).path)).stem for h in hrefs] == ["2026-03-04-queue-sqs"]
+
+
 def test_search_works_on_the_imported_corpora(sites, page):
     corpora = sites["wikis"]["corpora"]
     rows = Cli(corpora).json("list", "--limit", "500")["entries"]

@@ -50,12 +50,20 @@
     var params = new URLSearchParams(window.location.search);
     input.value = params.get("q") || "";
     run(input.value);
-    form.addEventListener("submit", function (event) {
-      event.preventDefault();
-      run(input.value);
+    function remember() {
       try {
         history.replaceState(null, "", "?q=" + encodeURIComponent(input.value));
       } catch (e) { /* file:// in some browsers */ }
+    }
+    form.addEventListener("submit", function (event) {
+      event.preventDefault();
+      run(input.value);
+      remember();
+    });
+    var typing = 0;  /* results follow the words as they are typed, never a stale list under them */
+    input.addEventListener("input", function () {
+      clearTimeout(typing);
+      typing = setTimeout(function () { run(input.value); remember(); }, 120);
     });
   }
 
