@@ -17,7 +17,14 @@ Metrics (answerable = every kind but ``none``):
   LLM is shown (the whole index, or what the prefilter kept);
 - ``none_correct``: share of ``none`` questions answered "nothing found";
 - ``false_none``: share of answerable questions wrongly answered "nothing found";
-- ``mean_prompt_tokens``: mean size of the pick prompt (the lines and the question).
+- ``mean_prompt_tokens``: mean size of the pick prompt (the lines and the question);
+- with an LLM backend, ``llm_pick_fallbacks``: questions whose pick reply was unusable, so the
+  ranker's order stood (each question's ``picked_by`` says which), and
+  ``llm_answers_rejected``: answered questions whose LLM answer was not used (the extractive one
+  was): how much of the figures is the offline machinery's rather than the model's.
+
+A ``relevant`` name that no entry the reader may read matches is scored as a miss and listed in
+``unmatched`` (the CLI warns); a ``kind`` outside :data:`KINDS` is warned about.
 
 Answers, on questions that name ``"gold"`` sentences (a reason, an alternative, a date that a
 right answer quotes): each such question is answered too (offline: the extractive answer), and
