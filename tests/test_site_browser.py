@@ -174,6 +174,18 @@ def test_search_results_follow_the_words_as_they_are_typed(sites, page):
     assert [Path(unquote(urlparse(h).path)).stem for h in hrefs] == ["2026-03-04-queue-sqs"]
 
 
+def test_the_monthly_counts_can_be_read_without_hovering(sites, page):
+    """A bar's tooltip is no way to read its number on a phone: the numbers are in a table
+    folded under the picture, one row per period with an entry."""
+    page.goto(url(sites["example"], "index.html"))
+    page.click("details.counts summary")
+    rows = page.eval_on_selector_all(
+        "details.counts tbody tr", "rs => rs.map(r => r.innerText.split('\\t'))"
+    )
+    assert rows[0] == ["2026-09", "1", "0", "0"]  # newest first: the canary proposal
+    assert sum(int(n) for r in rows for n in r[1:]) == 7  # every entry of the example wiki
+
+
 def test_search_works_on_the_imported_corpora(sites, page):
     corpora = sites["wikis"]["corpora"]
     rows = Cli(corpora).json("list", "--limit", "500")["entries"]

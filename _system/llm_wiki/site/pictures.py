@@ -268,7 +268,26 @@ def per_month(counts: dict[str, dict[str, int]], title: str) -> Markup:
         f'<text x="{(left + WIDTH) / 2:g}" y="{y + 4:g}" class="small muted" '
         f'text-anchor="middle">per {unit}</text>'
     )
-    return _svg(y + 10, body, title, "bars")
+    table = Markup(_count_table(unit, periods, types, grouped))  # (its values escaped there)
+    return _svg(y + 10, body, title, "bars") + table
+
+
+def _count_table(
+    unit: str, periods: list[str], types: list[str], grouped: dict[str, dict[str, int]]
+) -> str:
+    """The bars' numbers as a table, folded under the picture: a tooltip is no way to read them
+    on a phone, nor with a screen reader."""
+    head = "".join(f"<th>{_esc(t)}</th>" for t in types)
+    rows = "".join(
+        f"<tr><td>{p}</td>" + "".join(f"<td>{grouped[t].get(p, 0)}</td>" for t in types) + "</tr>"
+        for p in reversed(periods)
+        if any(grouped[t].get(p) for t in types)
+    )
+    return (
+        f'<details class="counts"><summary>The counts, per {unit}</summary><div class="scroll">'
+        f"<table><thead><tr><th>{unit}</th>{head}</tr></thead><tbody>{rows}</tbody></table>"
+        "</div></details>"
+    )
 
 
 # --------------------------------------------------------------------------- relations
