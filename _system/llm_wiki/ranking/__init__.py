@@ -237,9 +237,8 @@ class Ranker:
             if sem:
                 lists.append([r for r, _ in sem])
         dated: list[int] = []
-        if (
-            question.only_period
-        ):  # "What did we decide in 2021?": the period's entries, newest first
+        # "What did we decide in 2021?": the period's entries, newest first
+        if question.only_period:
             dated = self._dated(question.period, pool)
             if dated:
                 lists.append(dated)
@@ -283,15 +282,20 @@ class Ranker:
         within :data:`COSINE_FLOOR`; for a question that names only a period, it is dated in it."""
         if ranking.question.only_period:
             return [row.date.startswith(ranking.question.period) for row in rows]
-        weights = self._term_weights(ranking.question)
+        return self._answers_alone(ranking.question, [r.rowid for r in rows], ranking.cosines)
+
+    def _answers_alone(
+        self, question: Question, rowids: Sequence[int], cosines: dict[int, float]
+    ) -> list[bool]:
+        """Per rowid: it holds at least an average term's worth of the question's weight, or
+        its cosine is within :data:`COSINE_FLOOR` (see :meth:`on_topic`)."""
+        weights = self._term_weights(question)
         floor = sum(weights.values()) / len(weights) if weights else math.inf
-        held = self._terms_held(list(weights), [r.rowid for r in rows])
-        out = []
-        for row in rows:
-            mine = sum(weights[t] for t in held[row.rowid])
-            close = ranking.cosines.get(row.rowid, -1.0) >= COSINE_FLOOR
-            out.append(mine >= floor or close)
-        return out
+        held = self._terms_held(list(weights), rowids)
+        return [
+            sum(weights[t] for t in held[r]) >= floor or cosines.get(r, -1.0) >= COSINE_FLOOR
+            for r in rowids
+        ]
 
     def _lexical(
         self, question: Question, pool: int, *, bm25f: bool = True
@@ -359,15 +363,12 @@ class Ranker:
         first)."""
         kinds = self._column(head, "type")
         head = [r for r in head if kinds.get(r) == "decision"]
-        weights = self._term_weights(question)
-        if not weights or not head:
+        if not head or not self._term_weights(question):
             return head
-        floor = sum(weights.values()) / len(weights)
-        held = self._terms_held(list(weights), head)
         return [
             r
-            for r in head
-            if sum(weights[t] for t in held[r]) >= floor or cosines.get(r, -1.0) >= COSINE_FLOOR
+            for r, ok in zip(head, self._answers_alone(question, head, cosines), strict=True)
+            if ok
         ]
 
     def by_time(self, question: Question, items: list[Ranked], window: int) -> list[Ranked]:
