@@ -201,7 +201,7 @@ class EvalResult:
     unmatched: tuple[str, ...] = ()  # relevant names no entry the reader may read matches
     warnings: tuple[str, ...] = ()  # from the questions file (see load_questions)
     backend_is_llm: bool = False
-    ranking: str = ""  # "lexical" or "lexical + semantic"
+    ranking: str = ""  # "lexical only" or "lexical + semantic"
 
     def metrics(self) -> dict[str, Any]:
         answerable = [r for r in self.results if r.kind != "none"]
@@ -295,7 +295,7 @@ def evaluate(
     names = resolve_names(wiki, viewer, {n for q in questions for n in q.relevant})
     from llm_wiki.ranking.vectors import status  # deferred: settings read once, nothing heavy
 
-    semantic = "lexical + semantic" if status(wiki).on else "lexical only"
+    ranking_used = "lexical + semantic" if status(wiki).on else "lexical only"
     results = []
     with read_catalog(wiki) as catalog:
         for q in questions:
@@ -352,7 +352,7 @@ def evaluate(
         backend=chosen.name,
         results=tuple(results),
         unmatched=tuple(sorted(n for n, ids in names.items() if not ids)),
-        ranking=semantic,
+        ranking=ranking_used,
         warnings=tuple(warned),
         backend_is_llm=chosen.is_llm,
     )
