@@ -158,8 +158,46 @@ def lint(
         llm_ok=calls - failed,
         llm_failed=failed,
     )
-    _log_summary(wiki, rows, result.findings)
+    _save_findings(wiki, viewer, rows, result.findings)  # before its log line: a site that
+    _log_summary(wiki, rows, result.findings)  # follows the log finds the findings there
     return result
+
+
+FINDINGS = "lint-findings.json"  # in .llm-wiki/: the latest findings, for the site's inspector
+
+
+def _save_findings(
+    wiki: Wiki, viewer: Viewer, rows: Sequence[Row], findings: Sequence[Finding]
+) -> None:
+    """Keep the findings for the site (`.llm-wiki/lint-findings.json`), each with the scopes of
+    the entries it names. A run replaces the findings of the scopes its reader may read and
+    keeps the others (a walled reader's run does not drop what an admin's found elsewhere); a
+    finding that names no entry (an unreadable file, a raw source) is an admin's only."""
+    import json  # deferred: only lint keeps findings
+
+    from llm_wiki.files import atomic_write  # deferred: start-up
+
+    scope_of = {r.id: r.scope for r in rows}
+    path = wiki.state_path(FINDINGS)
+    try:
+        kept = json.loads(path.read_text(encoding="utf-8")).get("findings", [])
+    except (OSError, ValueError, AttributeError):
+        kept = []
+    if not isinstance(kept, list):
+        kept = []
+    kept = [
+        f
+        for f in kept
+        if isinstance(f, dict)
+        and not viewer.sees_all
+        and (not f.get("scopes") or not all(viewer.can_read(s) for s in f["scopes"]))
+    ]
+    fresh = [
+        {**f.to_dict(), "scopes": sorted({scope_of[i] for i in f.ids if i in scope_of})}
+        for f in findings
+    ]
+    with store.locked(wiki):
+        atomic_write(path, json.dumps({"findings": kept + fresh}, sort_keys=True) + "\n")
 
 
 def _log_summary(wiki: Wiki, rows: Sequence[Row], findings: Sequence[Finding]) -> None:

@@ -29,6 +29,7 @@ BODY_TERMS = 2000  # distinct body words per entry in the search index
 # Entries a subject page (actor, tag) or a domain's history lists before the rest goes on pages of
 # their own (see :func:`chunk`).
 PAGE_ENTRIES = 100
+LINT_FINDINGS = 100  # the inspector lists the first (errors, then warnings, then info)
 
 
 class Pages:
@@ -436,6 +437,11 @@ class Pages:
                 ],
             },
             "lint": lint,
+            "lint_findings": [
+                {**f, "refs": [self.ref(view.by_id[i]) for i in f["ids"]]}
+                for f in view.lint_findings[:LINT_FINDINGS]
+            ],
+            "lint_more": max(0, len(view.lint_findings) - LINT_FINDINGS),
             "llm": {
                 "calls": llm["calls"],
                 "failed": llm["failed"],

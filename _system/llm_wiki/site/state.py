@@ -158,7 +158,11 @@ def hard_stamps(wiki: Wiki) -> list[Any]:
 
 def soft_stamps(wiki: Wiki) -> list[Any]:
     """What only the inspector shows: the LLM call log and the failure records."""
-    paths = [wiki.state_dir / "llm-calls.jsonl", wiki.root / "synthesis-failures.md"]
+    paths = [
+        wiki.state_dir / "llm-calls.jsonl",
+        wiki.root / "synthesis-failures.md",
+        wiki.state_dir / "lint-findings.json",  # (lint.FINDINGS: lint is not imported here)
+    ]
     folder = wiki.root / "synthesis-failures"
     out: list[Any] = [stat_key(p) for p in paths]
     try:

@@ -204,6 +204,31 @@ class View:
         return [r for r in failure_records(self.wiki) if self.viewer.can_read(r.scope)]
 
     @functools.cached_property
+    def lint_findings(self) -> list[dict[str, Any]]:
+        """The latest `llm-wiki lint` findings this reader may see: those whose every named
+        entry is visible; one that names none (an unreadable file, a raw source) only for a
+        reader who sees every scope."""
+        import json  # deferred: only the inspector shows them
+
+        from llm_wiki.lint import FINDINGS  # deferred: only the inspector shows them
+
+        try:
+            data = json.loads(self.wiki.state_path(FINDINGS).read_text(encoding="utf-8"))
+            found = data["findings"]
+        except (OSError, ValueError, KeyError, TypeError):
+            return []
+        out = []
+        for f in found if isinstance(found, list) else ():
+            if not isinstance(f, dict) or not isinstance(f.get("ids"), list):
+                continue
+            ids = [i for i in f["ids"] if isinstance(i, str)]
+            if ids and all(i in self.by_id for i in ids) or not ids and self.viewer.sees_all:
+                out.append(
+                    {k: str(f.get(k, "")) for k in ("level", "check", "message")} | {"ids": ids}
+                )
+        return out
+
+    @functools.cached_property
     def domain_states(self) -> list[Any]:
         """Consolidation state of each (scope, domain) this reader may write."""
         from llm_wiki.domain_state import domain_states  # deferred: only the inspector shows them
