@@ -40,7 +40,7 @@ from llm_wiki.prompts import json_object, render_prompt
 from llm_wiki.reads import read_entry
 from llm_wiki.schema import check_entry
 from llm_wiki.verify import verify
-from llm_wiki.wiki import Wiki
+from llm_wiki.wiki import LINT_FINDINGS, Wiki
 
 LEVELS = ("error", "warning", "info")
 DUPLICATE_JACCARD = 0.8  # share of distinct summary words two entries have in common
@@ -163,9 +163,6 @@ def lint(
     return result
 
 
-FINDINGS = "lint-findings.json"  # in .llm-wiki/: the latest findings, for the site's inspector
-
-
 def _save_findings(
     wiki: Wiki, viewer: Viewer, rows: Sequence[Row], findings: Sequence[Finding]
 ) -> None:
@@ -178,7 +175,7 @@ def _save_findings(
     from llm_wiki.files import atomic_write  # deferred: start-up
 
     scope_of = {r.id: r.scope for r in rows}
-    path = wiki.state_path(FINDINGS)
+    path = wiki.state_path(LINT_FINDINGS)
     try:
         kept = json.loads(path.read_text(encoding="utf-8")).get("findings", [])
     except (OSError, ValueError, AttributeError):

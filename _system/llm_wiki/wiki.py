@@ -23,6 +23,8 @@ if TYPE_CHECKING:
 PathLike = str | os.PathLike[str]
 ENV_DIR = "LLM_WIKI_DIR"
 STATE_DIR = ".llm-wiki"
+# In STATE_DIR: the latest `lint` findings, which the site's inspector lists (see lint.py).
+LINT_FINDINGS = "lint-findings.json"
 # Files a folder may already hold and still be "empty" for init (a fresh git clone, a Mac).
 IGNORABLE = {".git", ".DS_Store", ".gitignore", ".gitattributes"}
 

@@ -46,7 +46,7 @@ from typing import Any
 from llm_wiki.catalog import Row
 from llm_wiki.catalog.fresh import tail_at
 from llm_wiki.entries import Alternative
-from llm_wiki.wiki import Wiki
+from llm_wiki.wiki import LINT_FINDINGS, Wiki
 
 FOLDER = "site-state"
 VERSION = 5
@@ -161,7 +161,7 @@ def soft_stamps(wiki: Wiki) -> list[Any]:
     paths = [
         wiki.state_dir / "llm-calls.jsonl",
         wiki.root / "synthesis-failures.md",
-        wiki.state_dir / "lint-findings.json",  # (lint.FINDINGS: lint is not imported here)
+        wiki.state_dir / LINT_FINDINGS,
     ]
     folder = wiki.root / "synthesis-failures"
     out: list[Any] = [stat_key(p) for p in paths]

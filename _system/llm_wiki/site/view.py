@@ -23,7 +23,7 @@ from llm_wiki.entries import ID_RE, decode_text, split_frontmatter
 from llm_wiki.errors import InvalidInput, WikiError
 from llm_wiki.reads import read_entry, read_entry_bytes
 from llm_wiki.verify import verify as verify_wiki
-from llm_wiki.wiki import Wiki
+from llm_wiki.wiki import LINT_FINDINGS, Wiki
 
 RAW_SOURCE_RE = re.compile(r"^(raw/[0-9a-f]{64}(?:\.[A-Za-z0-9]+)?)(?:#L(\d+)(?:-L(\d+))?)?\Z")
 
@@ -210,10 +210,8 @@ class View:
         reader who sees every scope."""
         import json  # deferred: only the inspector shows them
 
-        from llm_wiki.lint import FINDINGS  # deferred: only the inspector shows them
-
         try:
-            data = json.loads(self.wiki.state_path(FINDINGS).read_text(encoding="utf-8"))
+            data = json.loads(self.wiki.state_path(LINT_FINDINGS).read_text(encoding="utf-8"))
             found = data["findings"]
         except (OSError, ValueError, KeyError, TypeError):
             return []
