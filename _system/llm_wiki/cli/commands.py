@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import sys
-from pathlib import Path
 from typing import Any
 
 import click
@@ -160,11 +159,10 @@ def wiki_site(
     viewer = session.viewer
     server = None
     if port is not None:  # the port first: one in use is said before a build, not after it
-        from llm_wiki.site import default_out  # deferred: the site's code, only for `site`
+        from llm_wiki.site import site_folder  # deferred: the site's code, only for `site`
         from llm_wiki.site.serve import bind  # deferred: http.server, only with --serve
 
-        target = Path(out).expanduser().resolve() if out else default_out(session.wiki, viewer)
-        server = bind(target, port)
+        server = bind(site_folder(session.wiki, viewer, out), port)
     result = session.site(out, full=full, progress=_progress(as_json))
 
     def report(result: Any) -> None:

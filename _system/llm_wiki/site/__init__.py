@@ -6,6 +6,6 @@ the machinery did) — as plain HTML with inline SVG pictures and an offline sea
 incrementally from a manifest of page fingerprints.
 """
 
-from llm_wiki.site.build import SiteResult, build_site, default_out
+from llm_wiki.site.build import SiteResult, build_site, default_out, site_folder
 
-__all__ = ["SiteResult", "build_site", "default_out"]
+__all__ = ["SiteResult", "build_site", "default_out", "site_folder"]

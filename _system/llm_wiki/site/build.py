@@ -110,6 +110,11 @@ def default_out(wiki: Wiki, viewer: Viewer) -> Path:
     return base / viewer.name if walls_on(wiki) and viewer.name else base
 
 
+def site_folder(wiki: Wiki, viewer: Viewer, out: str | os.PathLike[str] | None) -> Path:
+    """Where the site of ``viewer`` is built: ``out`` resolved, else :func:`default_out`."""
+    return Path(out).expanduser().resolve() if out is not None else default_out(wiki, viewer)
+
+
 # Pages rendered before the cyclic garbage collector is let run again (see _GcPause).
 GC_PAUSE_PAGES = 256
 
@@ -163,7 +168,7 @@ def _build_site(
     full: bool,
     pause: _GcPause,
 ) -> SiteResult:
-    target = Path(out).expanduser().resolve() if out is not None else default_out(wiki, viewer)
+    target = site_folder(wiki, viewer, out)
     _check_out(wiki, target)
     # no manifest: _check_out found the folder empty (or absent), so it will hold only the
     # pages this build writes
