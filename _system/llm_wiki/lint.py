@@ -166,35 +166,28 @@ def lint(
 def _save_findings(
     wiki: Wiki, viewer: Viewer, rows: Sequence[Row], findings: Sequence[Finding]
 ) -> None:
-    """Keep the findings for the site (`.llm-wiki/lint-findings.json`), each with the scopes of
-    the entries it names. A run replaces the findings of the scopes its reader may read and
-    keeps the others (a walled reader's run does not drop what an admin's found elsewhere); a
-    finding that names no entry (an unreadable file, a raw source) is an admin's only."""
+    """Keep the findings for the site (`.llm-wiki/lint-findings.json`), by the view of the run
+    that found them: the scopes its reader may read (null: every scope). A run replaces the
+    findings of its own view and keeps the others'. What a finding says can rest on every
+    entry of its run's view, not only the ones it names ("tag 'x' is used once" counts them
+    all; a rare name is "like" another entry's), so the site shows a run's findings only to a
+    reader who may read all of that view (see site/view.py)."""
     import json  # deferred: only lint keeps findings
 
     from llm_wiki.files import atomic_write  # deferred: start-up
 
-    scope_of = {r.id: r.scope for r in rows}
     path = wiki.state_path(LINT_FINDINGS)
     try:
-        kept = json.loads(path.read_text(encoding="utf-8")).get("findings", [])
-    except (OSError, ValueError, AttributeError):
-        kept = []
-    if not isinstance(kept, list):
-        kept = []
-    kept = [
-        f
-        for f in kept
-        if isinstance(f, dict)
-        and not viewer.sees_all
-        and (not f.get("scopes") or not all(viewer.can_read(s) for s in f["scopes"]))
-    ]
-    fresh = [
-        {**f.to_dict(), "scopes": sorted({scope_of[i] for i in f.ids if i in scope_of})}
-        for f in findings
-    ]
+        runs = json.loads(path.read_text(encoding="utf-8"))["runs"]
+    except (OSError, ValueError, KeyError, TypeError):
+        runs = {}
+    if not isinstance(runs, dict):
+        runs = {}
+    scopes = None if viewer.read is None else sorted(viewer.read)
+    key = "*" if scopes is None else ",".join(scopes)
+    runs[key] = {"scopes": scopes, "findings": [f.to_dict() for f in findings]}
     with store.locked(wiki):
-        atomic_write(path, json.dumps({"findings": kept + fresh}, sort_keys=True) + "\n")
+        atomic_write(path, json.dumps({"runs": runs}, sort_keys=True) + "\n")
 
 
 def _log_summary(wiki: Wiki, rows: Sequence[Row], findings: Sequence[Finding]) -> None:

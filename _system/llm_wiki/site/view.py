@@ -205,26 +205,38 @@ class View:
 
     @functools.cached_property
     def lint_findings(self) -> list[dict[str, Any]]:
-        """The latest `llm-wiki lint` findings this reader may see: those whose every named
-        entry is visible; one that names none (an unreadable file, a raw source) only for a
-        reader who sees every scope."""
+        """The latest `llm-wiki lint` findings this reader may see: those of the runs whose
+        whole view this reader may read (a finding can rest on any entry of its run's view, see
+        lint._save_findings), naming only visible entries; each once, errors first."""
         import json  # deferred: only the inspector shows them
 
         try:
             data = json.loads(self.wiki.state_path(LINT_FINDINGS).read_text(encoding="utf-8"))
-            found = data["findings"]
+            runs = data["runs"]
         except (OSError, ValueError, KeyError, TypeError):
             return []
-        out = []
-        for f in found if isinstance(found, list) else ():
-            if not isinstance(f, dict) or not isinstance(f.get("ids"), list):
+        seen: dict[tuple[Any, ...], dict[str, Any]] = {}
+        for run in runs.values() if isinstance(runs, dict) else ():
+            scopes = run.get("scopes", []) if isinstance(run, dict) else []
+            if scopes is None:
+                if not self.viewer.sees_all:
+                    continue
+            elif not isinstance(scopes, list) or not all(
+                isinstance(s, str) and self.viewer.can_read(s) for s in scopes
+            ):
                 continue
-            ids = [i for i in f["ids"] if isinstance(i, str)]
-            if ids and all(i in self.by_id for i in ids) or not ids and self.viewer.sees_all:
-                out.append(
-                    {k: str(f.get(k, "")) for k in ("level", "check", "message")} | {"ids": ids}
+            for f in run.get("findings") or ():
+                if not isinstance(f, dict) or not isinstance(f.get("ids"), list):
+                    continue
+                ids = [i for i in f["ids"] if isinstance(i, str)]
+                if not all(i in self.by_id for i in ids):
+                    continue
+                item = {k: str(f.get(k, "")) for k in ("level", "check", "message")}
+                seen.setdefault(
+                    (item["level"], item["check"], *ids, item["message"]), item | {"ids": ids}
                 )
-        return out
+        order = {"error": 0, "warning": 1, "info": 2}
+        return [seen[k] for k in sorted(seen, key=lambda k: (order.get(k[0], 3), k))]
 
     @functools.cached_property
     def domain_states(self) -> list[Any]:
