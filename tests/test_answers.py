@@ -232,6 +232,8 @@ def example(tmp_path_factory):
     [
         # a reflection ranked first is not what we do now: the decision in force leads
         ("What queue do we use for payment events now?", "Current decision: Use Amazon SQS"),
+        # "these days" shares "days" with the newer API-key rotation, and nothing else
+        ("What do we use for payment events these days?", "Current decision: Use Amazon SQS"),
         # a question about an incident is told the incident, not a decision
         ("Are refund events still stuck?", "Incident: Refund events stuck"),
         # a proposal is told as one, never as the current decision
@@ -241,6 +243,14 @@ def example(tmp_path_factory):
 def test_an_answer_about_now_calls_an_entry_only_what_it_is(example, question, lead):
     answer, _ = ask(example, question)
     assert quoted(answer)[0][0].startswith(lead), answer
+
+
+def test_an_entry_sharing_one_word_of_several_is_not_quoted(example):
+    """One word of the question is a mention, not an answer: the rotation entry's "90 days"
+    is not quoted for a question about payment events these days."""
+    answer, out = ask(example, "What do we use for payment events these days?")
+    assert [o["id"] for o in out["opened"]] == ["2026-03-04-queue-sqs"], answer
+    assert "Rotate service API keys" not in answer, answer
 
 
 @pytest.mark.parametrize(

@@ -278,7 +278,8 @@ class Ranker:
 
     def on_topic(self, ranking: Ranking, rows: Sequence[Row]) -> list[bool]:
         """Whether each of ``rows`` answers the question on its own: it holds at least an
-        average term's worth of the question's weight, or (with vectors) its meaning comes
+        average term's worth of the question's weight and, of a question with two terms or
+        more, at least two of them, or (with vectors) its meaning comes
         within :data:`COSINE_FLOOR`; for a question that names only a period, it is dated in it."""
         if ranking.question.only_period:
             return [row.date.startswith(ranking.question.period) for row in rows]
@@ -287,13 +288,18 @@ class Ranker:
     def _answers_alone(
         self, question: Question, rowids: Sequence[int], cosines: dict[int, float]
     ) -> list[bool]:
-        """Per rowid: it holds at least an average term's worth of the question's weight, or
-        its cosine is within :data:`COSINE_FLOOR` (see :meth:`on_topic`)."""
+        """Per rowid: it holds at least an average term's worth of the question's weight and
+        two of its terms (one alone), or its cosine is within :data:`COSINE_FLOOR` (see
+        :meth:`on_topic`). In a seven-entry wiki the one entry holding "days" held the most
+        specific term of "What do we use for payment events these days?": one word of several
+        is a mention, not an answer."""
         weights = self._term_weights(question)
         floor = sum(weights.values()) / len(weights) if weights else math.inf
         held = self._terms_held(list(weights), rowids)
+        least = min(2, len(weights))  # one word of several is a mention, not an answer
         return [
-            sum(weights[t] for t in held[r]) >= floor or cosines.get(r, -1.0) >= COSINE_FLOOR
+            (sum(weights[t] for t in held[r]) >= floor and len(held[r]) >= least)
+            or cosines.get(r, -1.0) >= COSINE_FLOOR
             for r in rowids
         ]
 
