@@ -20,7 +20,7 @@ def test_clean_wiki_lints_clean(cli, wiki_path, monkeypatch):
     assert result["ok"] and result["counts"]["error"] == 0 and result["counts"]["warning"] == 0
     assert "Linted 2 entries: 0 errors" in cli("lint").stdout
     last = (wiki_path / "log.md").read_text().splitlines()[-1]
-    assert " lint scope=shared errors=0 warnings=0 info=" in last  # one line per scope
+    assert " lint scope=shared errors=0 warnings=0 info=" in last  # one line, the run's view
 
 
 def test_every_planted_problem_is_found(cli, wiki_path, monkeypatch, tmp_path):

@@ -451,6 +451,30 @@ def test_the_inspector_lists_the_latest_lint_findings_a_reader_may_see(cli, wiki
     assert "tag &#39;betaonly&#39; is used once." in root  # root's run still stands
 
 
+def test_a_lint_run_is_shown_only_to_a_reader_of_its_whole_view(cli, wiki_path):
+    """A run's counts rest on every entry it read: root's run, over both matters, once logged
+    a "scope=matter-acme" line whose info count told alice whether a tag she wrote was used in
+    matter-beta. A run logs one line, scoped to its reader's view."""
+    cli(*write_args("Acme ledger decision qzacme", scope="matter-acme", tag=["zephyr"]))
+    cli(*write_args("Beta ledger decision qzbeta", scope="matter-beta", tag=["zephyr"]))
+    (wiki_path / "access.yaml").write_text(WALLS)
+    cli("--as", "root", "lint")
+    last = (wiki_path / "log.md").read_text().splitlines()[-1]
+    assert " lint scope=matter-acme,matter-beta errors=0 warnings=0 info=0 checked=2" in last
+
+    def runs(reader: str) -> list[str]:
+        out = Path(build(cli, "--as", reader)["out"])
+        html = (out / "inspector" / "index.html").read_text()
+        table = html.split('<h2 id="lint">', 1)[1].split("<h3>Findings</h3>", 1)[0]
+        return re.findall(r"<tr><td class=\"time\">[^<]*</td><td>([^<]*)</td>", table)
+
+    assert runs("root") == ["matter-acme,matter-beta"]
+    assert runs("alice") == []  # root's counts rest on matter-beta's entries too
+    cli("--as", "alice", "lint")  # her run: "tag 'zephyr' is used once", in her view
+    assert runs("alice") == ["matter-acme"]
+    assert runs("bob") == []
+
+
 def test_a_build_killed_half_way_leaves_nothing_for_the_next_reader(
     cli, wiki_path, tmp_path, monkeypatch
 ):

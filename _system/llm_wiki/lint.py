@@ -159,7 +159,7 @@ def lint(
         llm_failed=failed,
     )
     _save_findings(wiki, viewer, rows, result.findings)  # before its log line: a site that
-    _log_summary(wiki, rows, result.findings)  # follows the log finds the findings there
+    _log_summary(wiki, viewer, rows, result.findings)  # follows the log finds the findings there
     return result
 
 
@@ -190,28 +190,30 @@ def _save_findings(
         atomic_write(path, json.dumps({"runs": runs}, sort_keys=True) + "\n")
 
 
-def _log_summary(wiki: Wiki, rows: Sequence[Row], findings: Sequence[Finding]) -> None:
-    """One ``lint`` line in log.md per scope checked (nothing stored mixes scopes); findings
+def _log_summary(
+    wiki: Wiki, viewer: Viewer, rows: Sequence[Row], findings: Sequence[Finding]
+) -> None:
+    """One ``lint`` line in log.md for the run, scoped to its view: the scopes its reader may
+    read (every scope it checked, for a reader of all), so only a reader of that whole view is
+    shown it. Counts rest on every entry of the view, not only on the scope of the entries a
+    finding names: an admin's "scope=shared" line once told a shared reader whether a tag
+    they wrote was used in a scope hidden from them (the "rare" finding went away). Findings
     about no entry (unreadable files, raw sources: shown only to an admin) get a line of their
     own, without a scope."""
-    scope_of = {r.id: r.scope for r in rows}
-    checked = Counter(r.scope for r in rows)
-    counts: dict[str, dict[str, int]] = {}
-    for f in findings:
-        scope = next((scope_of[i] for i in f.ids if i in scope_of), "")
-        group = counts.setdefault(scope, dict.fromkeys(LEVELS, 0))
-        group[f.level] += 1
-    lines = []
-    for scope in sorted(checked.keys() | counts.keys(), key=lambda s: (not s, s)):
-        group = counts.get(scope, dict.fromkeys(LEVELS, 0))
-        counted = {
-            "errors": group["error"],
-            "warnings": group["warning"],
-            "info": group["info"],
-            "checked": checked.get(scope, 0),
-        }
-        fields = {"scope": scope, **counted} if scope else counted
-        lines.append(store.format_log_line("lint", "", **fields))
+    view = sorted(viewer.read) if viewer.read is not None else sorted({r.scope for r in rows})
+
+    def line(group: Sequence[Finding], **scope: object) -> str:
+        counts = Counter(f.level for f in group)
+        return store.format_log_line(
+            "lint", "", **scope, errors=counts["error"], warnings=counts["warning"],
+            info=counts["info"], checked=len(rows) if scope else 0,
+        )  # fmt: skip
+
+    named = [f for f in findings if f.ids]
+    loose = [f for f in findings if not f.ids]
+    lines = [line(named, scope=",".join(view))] if view and (rows or named) else []
+    if loose:
+        lines.append(line(loose))
     if not lines:  # nothing to check: still say that lint ran
         lines.append(store.format_log_line("lint", errors=0, warnings=0, info=0, checked=0))
     with store.locked(wiki):
