@@ -782,7 +782,7 @@ class Case:
         target, absent = hidden[0].id, hidden[0].id[:-4] + "ffff"
         for flag in [world.probe]:
             said = []
-            others = [target, absent] if flag != "--id" else [target, *sorted(visible)[:1]]
+            others = [target, absent] + ([*sorted(visible)[:1]] if flag == "--id" else [])
             for other in others:
                 args, marker = write(own, flag, other)
                 message = self.refused(f"{reader} write {flag} {other}", args, marker)

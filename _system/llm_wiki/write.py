@@ -105,6 +105,14 @@ def write_entry(
         entry = replace_fields(entry, id="")
     require_valid(entry, wiki.schema)
     require_write(viewer, entry.scope)
+    if explicit_id is not None and not viewer.sees_all:
+        # An id is unique across every scope: "already taken" or a write would say whether an
+        # entry this reader may not see holds it.
+        raise InvalidInput(
+            "--id is only for a reader who may read every scope (an id is unique across all "
+            "of them, so choosing one would tell whether a hidden entry holds it); omit --id "
+            "to mint one."
+        )
     _check_sources_shape(entry)
 
     if dry_run:
