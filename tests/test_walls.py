@@ -224,6 +224,19 @@ def test_llm_calls_are_logged_and_counted_per_scope(cli, walled, wiki_path):
     assert "by scope: matter-acme,matter-beta 2 calls/" in cli("--as", "carol", "stats").stdout
 
 
+def test_a_query_call_is_logged_under_the_readers_whole_view(cli, walled, wiki_path):
+    """bob's question is his: a call that opened only the shared entry is still not shown to a
+    reader of shared without matter-beta (alice), who would see when he asked, and how much."""
+    from llm_wiki.backends import MockBackend, read_calls
+
+    shared = walled["shared"]
+    MockBackend.enqueue(json.dumps({"ids": [shared]}), f"It is recorded [{shared}].")
+    cli("--as", "bob", "query", "Shared decision for the ledger", "--backend", "mock")
+    assert [c["purpose"] for c in read_calls(Wiki(wiki_path))] == ["query.pick", "query.answer"]
+    assert [c["scope"] for c in read_calls(Wiki(wiki_path))] == ["matter-beta,shared"] * 2
+    assert cli.json("--as", "alice", "stats")["llm"]["by_scope"] == {}
+
+
 def test_every_llm_call_must_name_its_scope(wiki):
     from llm_wiki.backends import MockBackend, call
 

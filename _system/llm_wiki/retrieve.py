@@ -230,7 +230,7 @@ def retrieve(
             backend,
             prompt,
             purpose="query.pick",
-            scope=_scopes(rows),
+            scope=_call_scope(viewer, rows),
             system=system,
             max_tokens=PICK_MAX_TOKENS,
         )
@@ -334,8 +334,12 @@ def _with_replacements(ranker: Ranker, picks: Sequence[Row], intent: str = "") -
     return out
 
 
-def _scopes(rows: Iterable[Row]) -> str:
-    return scope_field(r.scope for r in rows)
+def _call_scope(viewer: Viewer, rows: Iterable[Row]) -> str:
+    """The scopes a query's LLM call is logged under: the entries its prompt holds and, behind
+    walls, the reader's whole view. The question is the reader's, and its words and size are in
+    the prompt: logged under the opened entries' scope alone, a reader of that scope saw when
+    a reader of more scopes asked, and roughly how much."""
+    return scope_field([*(viewer.read or ()), *(r.scope for r in rows)])
 
 
 # --------------------------------------------------------------------------- the answer
@@ -604,7 +608,7 @@ def _generated(
         backend,
         prompt,
         purpose="query.answer",
-        scope=_scopes(s.row for s in got.opened),
+        scope=_call_scope(viewer, [s.row for s in got.opened]),
         system=system,
         max_tokens=ANSWER_MAX_TOKENS,
     )
