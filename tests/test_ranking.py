@@ -602,3 +602,24 @@ def test_lexically_a_newer_decision_on_the_subject_goes_before_the_newest_that_s
         "Which programming languages does the team prefer for tooling?",
     )]  # fmt: skip
     assert order == [newer, old], (order, newest)
+
+
+def test_eval_embeds_every_entry_before_it_asks(cli, wiki_path, tmp_path, monkeypatch):
+    """A query embeds at most a few lagging entries itself and ranks lexically until all have
+    a vector: eval embeds them all first, so the same file scores the same on every run."""
+    import json
+
+    from llm_wiki.ranking import vectors
+
+    for n in range(vectors.QUERY_EMBED_LIMIT + 4):
+        cli(*write_args(f"Queue number {n} carries the refund events of shard {n}"))
+    set_embeddings(wiki_path, True)
+    questions = tmp_path / "q.jsonl"
+    questions.write_text(
+        json.dumps({"qid": "q", "question": "Which queue?", "relevant": []}) + "\n"
+    )
+    embedded = embeds_counted(monkeypatch)
+    first = cli.json("eval", str(questions))
+    assert embedded == [vectors.QUERY_EMBED_LIMIT + 4]
+    assert first["ranking"] == "lexical + semantic"
+    assert cli.json("eval", str(questions))["questions"] == first["questions"]

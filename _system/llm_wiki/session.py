@@ -260,6 +260,9 @@ class Session:
 
         viewer = self.viewer
         chosen, source = self._backend(backend, model)
+        # every entry embedded first: else the first questions rank lexically (a query embeds
+        # a few entries itself) and the same file scores differently run to run
+        self._refresh_vectors()
         result = evaluate(self.wiki, viewer, _path(questions), k=k, budget=budget, backend=chosen)
         return _replace(result, backend_source=source)
 
@@ -520,8 +523,9 @@ class Session:
         return result if refreshed is None else _replace(result, vectors=refreshed.to_dict())
 
     def _refresh_vectors(self) -> Any:
-        """Embed the entries without a vector when the semantic signal is on (after ``index``
-        and an import: else each query embeds a few and ranks lexically until all have one);
+        """Embed the entries without a vector when the semantic signal is on (after ``index``,
+        an import, and before ``eval``: else each query embeds a few and ranks lexically until
+        all have one);
         None when it is off."""
         from llm_wiki.catalog import read_catalog  # deferred: start-up
         from llm_wiki.ranking import vectors  # deferred: start-up (numpy only when on)
