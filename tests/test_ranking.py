@@ -248,6 +248,16 @@ def test_nothing_found_names_what_no_entry_mentions(tdr):
     assert why["held_floor"] == 0.34
 
 
+def test_a_name_is_mentioned_only_if_its_own_word_is(tdr):
+    """ "Protobuf API": "API" is in the records, "Protobuf" in none (a held-out question was
+    answered so); a name of everyday words ("Service Unavailable") needs any one of them."""
+    out = tdr.json("query", "Why did we expose a Protobuf API alongside the REST API?")
+    assert out["mode"] == "nothing-found" and "no entry mentions 'Protobuf API'" in out["answer"]
+    assert (
+        tdr.json("query", "Why do we need a Service Unavailable page?")["mode"] != "nothing-found"
+    )
+
+
 def test_stats_says_what_ranking_uses(tdr, request):
     if request.node.callspec.params["tdr"] == "lexical":
         assert tdr.json("stats")["ranking"]["semantic"] is False
