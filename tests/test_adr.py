@@ -808,3 +808,50 @@ def test_imported_entries_are_written_oldest_first(cli, wiki_path):
         cli.json("list", "--limit", "1")["entries"][0]["domain"]
         == "ministryofjustice-cloud-platform"
     )
+
+
+# --------------------------------------------------------------------------- held-out shapes
+
+
+def _write(folder: Path, files: dict[str, str]) -> Path:
+    folder.mkdir(parents=True)
+    for name, text in files.items():
+        (folder / name).write_text(text, encoding="utf-8")
+    return folder
+
+
+_RECORD = "# 1) Use a cache {#adr_0001}\n\nDate: 2020-01-02\n\n## Status\n\naccepted\n\n"
+
+
+def test_a_template_by_any_name_is_skipped_and_says_so(cli, tmp_path):
+    """Nygard's template as a wiki keeps it ("N) Title (short noun phrase)", "YYYY-MM-DD", every
+    status listed), and adr-tools' ("NUMBER. TITLE"): neither becomes the newest decision."""
+    folder = _write(
+        tmp_path / "adr",
+        {
+            "0001-use-a-cache.md": _RECORD + "## Decision\n\nWe will use a cache.\n",
+            "NNNN-adr-template.md": "# N) Title (short noun phrase) {#adr_nnnn}\n\n"
+            "Date: YYYY-MM-DD\n\n## Status\n\nproposed, accepted, rejected, deprecated, "
+            "superseded, ...\n\n## Context\n\n...\n\n## Decision\n\n...\n",
+            "template.md": "# NUMBER. TITLE\n\nDate: DATE\n\n## Status\n\nSTATUS\n\n"
+            "## Decision\n\nWe will ...\n",
+        },
+    )
+    out = imported(cli, folder, "--domain", "adr")
+    assert {s["file"]: s["why"][:12] for s in out["skipped"]} == {
+        "NNNN-adr-template.md": "a template (",
+        "template.md": "a template (",
+    }
+    assert [r["file"] for r in out["records"]] == ["0001-use-a-cache.md"]
+
+
+def test_a_headings_attribute_list_is_not_part_of_the_title(cli, tmp_path):
+    """``{#adr_0001}`` (kramdown / Pandoc) is the site's anchor: not in the summary, nor the id."""
+    folder = _write(
+        tmp_path / "adr",
+        {"0001-use-a-cache.md": _RECORD + "## Decision {: .no_toc}\n\nWe will use a cache.\n"},
+    )
+    imported(cli, folder, "--domain", "adr")
+    entry = one(by_file(cli), "0001-use-a-cache.md")
+    assert entry["summary"] == "Use a cache: We will use a cache."
+    assert "adr-0001" not in entry["id"] and "{" not in entry["summary"]
