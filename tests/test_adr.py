@@ -914,3 +914,22 @@ def test_template_residue_in_a_record_invents_no_options(cli, tmp_path):
     )
     imported(cli, folder, "--domain", "adr")
     assert one(by_file(cli), "0001-use-a-cache.md")["alternatives_considered"] == []
+
+
+def test_a_decision_that_only_names_its_option_says_what_it_is(cli, tmp_path):
+    """A decision of "Option 2 is chosen." tells a summary's reader nothing; the name does."""
+    folder = _write(
+        tmp_path / "adr",
+        {
+            "0001-spec.md": _RECORD + "## Considered Actions\n\n### Option 1: Collect fragments\n"
+            "\nCoupled.\n\n### Option 2: Build it in each extension\n\nAtomic.\n\n## Decision\n\n"
+            "Option 2 is chosen. Extensions own their spec build.\n\nOption 1 was rejected for its"
+            " coupling.\n"
+        },
+    )
+    imported(cli, folder, "--domain", "adr")
+    entry = one(by_file(cli), "0001-spec.md")
+    assert entry["summary"] == "Use a cache: Option 2: Build it in each extension."
+    assert entry["alternatives_considered"] == [
+        {"id": "collect-fragments", "rejected_because": "Option 1 was rejected for its coupling."}
+    ]

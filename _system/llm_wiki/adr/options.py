@@ -133,6 +133,32 @@ def chosen_name(decision: str) -> str:
     return name.strip().strip(_QUOTES + "*_").strip()
 
 
+_BARE_CHOICE_RE = re.compile(
+    rf"^\W*{_REF}\s*(?:(?:is|was|has\s+been)\s+(?:chosen|selected|accepted|adopted|preferred)"
+    r"\s*)?(?:\.(?:\s+|$)|$)",
+    re.I,
+)
+
+
+def named_choice(secs: list[Section], decision: str) -> str:
+    """A decision that only names its option by label ("Option 4.", "Option 2 is chosen."),
+    with the option's own name: "Option 4: Use EC2 Image Builder." ("" when it says more, or
+    no option has that label)."""
+    m = _BARE_CHOICE_RE.match(decision)
+    if not m:
+        return ""
+    for sec in secs:
+        if not is_option_section(sec.title):
+            continue
+        for group in _options(sec):
+            n = _by_label(m.group(1), [label for *_, label in group], len(group))
+            if n is not None:
+                name = group[n][0].rstrip(".")
+                rest = decision[m.end() :].strip()
+                return f"Option {m.group(1)}: {name}." + (f" {rest}" if rest else "")
+    return ""
+
+
 def alternatives(
     secs: list[Section], decision_text: str, body: str = ""
 ) -> tuple[list[Alternative], int]:

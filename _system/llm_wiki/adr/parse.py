@@ -21,7 +21,7 @@ from llm_wiki.adr.markdown import (
     sections,
     strip_md,
 )
-from llm_wiki.adr.options import alternatives, chosen_name
+from llm_wiki.adr.options import alternatives, chosen_name, named_choice
 from llm_wiki.entries import Alternative, split_frontmatter
 from llm_wiki.errors import InvalidInput
 from llm_wiki.yaml_input import load_yaml
@@ -280,6 +280,8 @@ def parse_record(path: Path, rel: str, text: str) -> Record:
             decision += " " + re.sub(r"^([-*+]|\d+[.)])\s+", "", paras[1])
         if name := chosen_name(decision):
             decision = f"Chosen option: {name}"
+        elif named := named_choice(secs, decision):
+            decision = named  # "Option 4." says which, not what
     alts, placeholders = alternatives(secs, decision_text, body)
 
     statements, refused, cites = record_statements(
