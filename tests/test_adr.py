@@ -808,3 +808,128 @@ def test_imported_entries_are_written_oldest_first(cli, wiki_path):
         cli.json("list", "--limit", "1")["entries"][0]["domain"]
         == "ministryofjustice-cloud-platform"
     )
+
+
+# --------------------------------------------------------------------------- held-out shapes
+
+
+def _write(folder: Path, files: dict[str, str]) -> Path:
+    folder.mkdir(parents=True)
+    for name, text in files.items():
+        (folder / name).write_text(text, encoding="utf-8")
+    return folder
+
+
+_RECORD = "# 1) Use a cache {#adr_0001}\n\nDate: 2020-01-02\n\n## Status\n\naccepted\n\n"
+
+
+def test_a_template_by_any_name_is_skipped_and_says_so(cli, tmp_path):
+    """Nygard's template as a wiki keeps it ("N) Title (short noun phrase)", "YYYY-MM-DD", every
+    status listed), and adr-tools' ("NUMBER. TITLE"): neither becomes the newest decision."""
+    folder = _write(
+        tmp_path / "adr",
+        {
+            "0001-use-a-cache.md": _RECORD + "## Decision\n\nWe will use a cache.\n",
+            "NNNN-adr-template.md": "# N) Title (short noun phrase) {#adr_nnnn}\n\n"
+            "Date: YYYY-MM-DD\n\n## Status\n\nproposed, accepted, rejected, deprecated, "
+            "superseded, ...\n\n## Context\n\n...\n\n## Decision\n\n...\n",
+            "template.md": "# NUMBER. TITLE\n\nDate: DATE\n\n## Status\n\nSTATUS\n\n"
+            "## Decision\n\nWe will ...\n",
+        },
+    )
+    out = imported(cli, folder, "--domain", "adr")
+    assert {s["file"]: s["why"][:12] for s in out["skipped"]} == {
+        "NNNN-adr-template.md": "a template (",
+        "template.md": "a template (",
+    }
+    assert [r["file"] for r in out["records"]] == ["0001-use-a-cache.md"]
+
+
+def test_a_headings_attribute_list_is_not_part_of_the_title(cli, tmp_path):
+    """``{#adr_0001}`` (kramdown / Pandoc) is the site's anchor: not in the summary, nor the id."""
+    folder = _write(
+        tmp_path / "adr",
+        {"0001-use-a-cache.md": _RECORD + "## Decision {: .no_toc}\n\nWe will use a cache.\n"},
+    )
+    imported(cli, folder, "--domain", "adr")
+    entry = one(by_file(cli), "0001-use-a-cache.md")
+    assert entry["summary"] == "Use a cache: We will use a cache."
+    assert "adr-0001" not in entry["id"] and "{" not in entry["summary"]
+
+
+def test_options_under_any_heading_that_lists_them_at_any_depth(cli, tmp_path):
+    """Options under "Considered actions" with "### I." sub-headings and "the second option"; "Options" with
+    "#### 1." and "#### Option 2 –" split by "---" (never in a reason); a list after "We
+    considered two options:"; "Approach 1a/1b/2" and "We choose option 1b"."""
+    folder = _write(
+        tmp_path / "adr",
+        {
+            "0001-visitor.md": _RECORD + "## Considered actions\n\n### I. Reusing the pattern\n\n"
+            "That seemed a little off with regards to clean design.\n\n### II. Visitor pattern\n\n"
+            "A visitor.\n\n## Decision\n\nWe decided to go with the second option, the visitor.\n",
+            "0002-trail.md": _RECORD + "## Options\n\n#### 1 – Do nothing\n\n##### Cons\n\n"
+            "- Only our accounts are covered\n\n---\n\n#### Option 2 – Enable an organisation trail"
+            "\n\n##### Cons\n\n- Requires coordination with other teams\n\n---\n\n## Decision\n\n"
+            "- We keep our trail.\n- An organisation trail is recommended, but it will not be "
+            "implemented yet.\n",
+            "0003-ids.md": _RECORD + "## Considered Actions\n\nWe considered two options:\n\n"
+            "1. Keep dispatching by entity type.\n2. Make all services source dispatching.\n\n"
+            "The former would need a second layer, and that is not wanted.\n\n## Decision\n\n"
+            "We will make all services source dispatching.\n",
+            "0004-termbox.md": _RECORD + "## Considered Actions\n\n### Approach 1a: Add a wiring "
+            "file\n\nIt moves schema details into termbox, which is not wanted.\n\n### Approach 1b: "
+            "Move the services out\n\nThey move.\n\n### Approach 2: A reusable component\n\nToo much"
+            " effort.\n\n## Decision\n\nWe choose option 1b: we will move the services out.\n",
+        },
+    )
+    imported(cli, folder, "--domain", "adr")
+    entries = by_file(cli)
+
+    def alts(name: str) -> dict[str, str]:
+        got = one(entries, name)["alternatives_considered"]
+        return {a["id"]: a["rejected_because"] for a in got}
+
+    assert alts("0001-visitor.md") == {
+        "reusing-the-pattern": "That seemed a little off with regards to clean design."
+    }
+    assert alts("0002-trail.md") == {
+        "enable-an-organisation-trail": "Requires coordination with other teams"
+    }
+    assert list(alts("0003-ids.md")) == ["keep-dispatching-by-entity-type"]
+    assert alts("0004-termbox.md") == {
+        "add-a-wiring-file": "It moves schema details into termbox, which is not wanted.",
+        "a-reusable-component": "Too much effort.",
+    }
+
+
+def test_template_residue_in_a_record_invents_no_options(cli, tmp_path):
+    """A record that kept the template's "- [option 1]" list and "Chosen option: "[option 1]"":
+    its placeholders are not options, so nothing was rejected."""
+    folder = _write(
+        tmp_path / "adr",
+        {
+            "0001-use-a-cache.md": _RECORD + "## Considered Options\n\n- [option 1]\n- [option 2]"
+            '\n- …\n\n## Decision Outcome\n\nChosen option: "[option 1]", because [reason].\n'
+        },
+    )
+    imported(cli, folder, "--domain", "adr")
+    assert one(by_file(cli), "0001-use-a-cache.md")["alternatives_considered"] == []
+
+
+def test_a_decision_that_only_names_its_option_says_what_it_is(cli, tmp_path):
+    """A decision of "Option 2 is chosen." tells a summary's reader nothing; the name does."""
+    folder = _write(
+        tmp_path / "adr",
+        {
+            "0001-spec.md": _RECORD + "## Considered Actions\n\n### Option 1: Collect fragments\n"
+            "\nCoupled.\n\n### Option 2: Build it in each extension\n\nAtomic.\n\n## Decision\n\n"
+            "Option 2 is chosen. Extensions own their spec build.\n\nOption 1 was rejected for its"
+            " coupling.\n"
+        },
+    )
+    imported(cli, folder, "--domain", "adr")
+    entry = one(by_file(cli), "0001-spec.md")
+    assert entry["summary"] == "Use a cache: Option 2: Build it in each extension."
+    assert entry["alternatives_considered"] == [
+        {"id": "collect-fragments", "rejected_because": "Option 1 was rejected for its coupling."}
+    ]

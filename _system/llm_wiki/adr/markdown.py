@@ -19,7 +19,18 @@ class Section:
     body: str  # everything up to the next heading of the same or a higher level
 
 
-HEADING_RE = re.compile(r"^(#{1,6})\s*(.*?)\s*#*\s*$")
+# A heading's text leaves out a closing ``#`` run and a kramdown / Pandoc attribute list
+# (``{#adr_0001}``, ``{#id .class}``, ``{: .no_toc}``): markup for the site, not the title.
+HEADING_RE = re.compile(r"^(#{1,6})\s*(.*?)\s*(?:\{[#.:][^{}]*\})?\s*#*\s*$")
+ATTRIBUTES_RE = re.compile(r"\s*\{[#.:][^{}]*\}\s*$")
+_BREAK_RE = re.compile(r"^\s{0,3}(?:(?:-\s*){3,}|(?:\*\s*){3,}|(?:_\s*){3,})$")
+
+
+def is_break(line: str) -> bool:
+    """A thematic break (``---``, ``***``, ``___``): a line between parts, never words."""
+    return bool(_BREAK_RE.match(line))
+
+
 LIST_ITEM_RE = re.compile(r"^(?:[-*+]|\d+[.)])\s+")
 _COMMENT_RE = re.compile(r"<!--.*?-->", re.S)
 
@@ -100,7 +111,13 @@ def paragraphs(body: str) -> list[str]:
     current: list[str] = []
     for line, fenced in lines_outside_fences(drop_comments(body)):
         stripped = line.strip()
-        if fenced or not stripped or HEADING_RE.match(stripped) or stripped.startswith("|"):
+        if (
+            fenced
+            or not stripped
+            or HEADING_RE.match(stripped)
+            or stripped.startswith("|")
+            or is_break(stripped)
+        ):
             if current:
                 out.append(" ".join(current))
                 current = []

@@ -1,7 +1,9 @@
 """The options a record considered and did not choose, each with the record's own reason.
 
-Where options are listed: a "Considered Options" / "Options considered" / "Alternatives" section
-(list items, or one sub-heading per option), "Other options considered" (all of them rejected),
+Where options are listed: a section whose heading names them ("Considered Options", "Options
+considered", "Alternatives", "Approaches", "Considered Actions", "Possible solutions"; list
+items, a list a line introduces, or one sub-heading per option at whatever depth they start),
+"Other options considered" / "Rejected alternatives" (all of them rejected),
 and MADR's "Pros and Cons of the Options" (one sub-heading per option). Which one won: "Chosen
 option: <name>" (the name whole, whatever quotes or periods it holds), "Option N", the first
 option named after a choice verb, else one named twice as often as any other in the decision.
@@ -25,6 +27,7 @@ from llm_wiki.adr.markdown import (
     LIST_ITEM_RE,
     Section,
     drop_comments,
+    is_break,
     lines_outside_fences,
     min_level,
     paragraphs,
@@ -39,11 +42,30 @@ from llm_wiki.slugs import slugify
 PLACEHOLDER = PLACEHOLDER_REASON
 REASON_LIMIT = 400
 
+# A heading that lists the options: a word for them ("Options", "Alternatives", "Approaches",
+# or, said to be weighed, "Considered Actions", "Possible solutions", "Proposals evaluated"),
+# with words for how they were weighed before or after it, and "… for <what>".
+_WEIGHED = r"(?:considered|explored|evaluated|discussed|examined|investigated|weighed|rejected)"
 _OPTION_SECTION = (
-    r"(?:other\s+)?(?:options|alternatives)(?:\s+considered)?(?:\s+for\b.*)?",
-    r"considered\s+(?:options|alternatives)",
-    r"(?:options|alternatives)\s+(?:that\s+were\s+)?(?:considered|explored|evaluated)",
+    r"(?:(?:other|alternative|rejected|discarded)\s+)?(?:options|alternatives|approaches)"
+    rf"(?:\s+(?:that\s+were\s+|we\s+)?{_WEIGHED})?(?:\s+for\b.*)?",
+    r"(?:(?:other|alternative|rejected|discarded)\s+)?(?:considered|possible|potential|candidate)"
+    r"\s+(?:options|alternatives|approaches|actions|proposals|solutions|choices|designs)"
+    r"(?:\s+for\b.*)?",
+    r"(?:(?:other|alternative)\s+)?(?:options|alternatives|approaches|actions|proposals|solutions"
+    rf"|choices|designs)\s+(?:that\s+were\s+|we\s+)?{_WEIGHED}(?:\s+for\b.*)?",
 )
+# What an option's heading or item is called before its name: "Option 2:", "Approach 1b:",
+# "Action 2A -", "[option 3] -", "II.", "1 –", "#### 3." (the label, kept to resolve "option 1b").
+_LABEL_RE = re.compile(
+    r"^\s*\[?\s*(?:(?:option|approach|alternative|action|proposal|solution|choice)\s*#?\s*"
+    r"(?P<named>\d{1,2}[a-z]?|[a-h]|[ivx]{1,4})?|(?P<bare>\d{1,2}[a-z]?|[ivx]{1,4}|[IVX]{1,4}))"
+    r"\s*\]?\s*(?:[:.)]|\s[-–—]|[-–—]\s|$)\s*",
+    re.I,
+)
+_REF = r"(?:option|approach|alternative|proposal|solution|action)\s+#?(\d{1,2}[a-z]?|[a-h]|[ivx]{1,4})\b"
+_ORDINALS = ("first", "second", "third", "fourth", "fifth", "sixth", "seventh", "eighth")
+_ROMAN = {"i": 1, "ii": 2, "iii": 3, "iv": 4, "v": 5, "vi": 6, "vii": 7, "viii": 8, "ix": 9}
 _PROS_CONS = r"pros\s+and\s+cons(?:\s+of\s+the\s+(?:options|alternatives))?"
 _BAD_LABEL = re.compile(
     r"^(?:[-*+]\s+)?(?:\*\*|__|`)?\s*(?:bad|cons?|negatives?|disadvantages?|drawbacks?|"
@@ -62,17 +84,24 @@ def is_option_section(title: str) -> bool:
     return any(re.fullmatch(p, plain_title(title), re.I) for p in _OPTION_SECTION)
 
 
+def option_label(title: str) -> str:
+    """The label an option's heading gives it ("2", "1b", "ii" -> "2"), "" if none."""
+    m = _LABEL_RE.match(strip_md(title))
+    label = ((m.group("named") or m.group("bare") or "") if m else "").lower()
+    return str(_ROMAN[label]) if label in _ROMAN and label not in ("v", "x") else label
+
+
 def option_name(title: str) -> str:
     title = re.sub(r"\[([^\]]+)\]", r"\1", strip_md(title))
-    title = re.sub(r"^\s*option\s*\d*\s*[:.)\-–—]\s*", "", title, flags=re.I)
-    title = re.sub(r"^\s*option\s+\d+\s*$", lambda m: m.group(0), title, flags=re.I)
+    if (m := _LABEL_RE.match(title)) and title[m.end() :].strip(" :-–—."):
+        title = title[m.end() :]  # "Option 2: Lunr.js" -> "Lunr.js"; "Option 2" stays
     title = re.sub(r"\(\s*https?://\S+\s*\)", "", title)
     return title.strip(" :-–—").rstrip(".").strip()
 
 
 def _norm(name: str) -> str:
     """An option's name for matching: no quotes, marks, option numbers or punctuation."""
-    name = re.sub(r"^\s*option\s*\d*\s*[:.)\-–—]?\s*", "", strip_md(name), flags=re.I)
+    name = _LABEL_RE.sub("", strip_md(name), count=1)
     return " ".join(re.findall(r"[a-z0-9]+", name.lower()))
 
 
@@ -104,6 +133,32 @@ def chosen_name(decision: str) -> str:
     return name.strip().strip(_QUOTES + "*_").strip()
 
 
+_BARE_CHOICE_RE = re.compile(
+    rf"^\W*{_REF}\s*(?:(?:is|was|has\s+been)\s+(?:chosen|selected|accepted|adopted|preferred)"
+    r"\s*)?(?:\.(?:\s+|$)|$)",
+    re.I,
+)
+
+
+def named_choice(secs: list[Section], decision: str) -> str:
+    """A decision that only names its option by label ("Option 4.", "Option 2 is chosen."),
+    with the option's own name: "Option 4: Use EC2 Image Builder." ("" when it says more, or
+    no option has that label)."""
+    m = _BARE_CHOICE_RE.match(decision)
+    if not m:
+        return ""
+    for sec in secs:
+        if not is_option_section(sec.title):
+            continue
+        for group in _options(sec):
+            n = _by_label(m.group(1), [label for *_, label in group], len(group))
+            if n is not None:
+                name = group[n][0].rstrip(".")
+                rest = decision[m.end() :].strip()
+                return f"Option {m.group(1)}: {name}." + (f" {rest}" if rest else "")
+    return ""
+
+
 def alternatives(
     secs: list[Section], decision_text: str, body: str = ""
 ) -> tuple[list[Alternative], int]:
@@ -119,11 +174,13 @@ def alternatives(
             continue
         listed = True
         others_only = title.lower().startswith("other")
-        for options in _options(sec):
+        for group in _options(sec):
+            options = [(name, reason) for name, reason, _ in group]
+            labels = [label for _, _, label in group]
             if others_only:
                 rejected = list(enumerate(options))
             else:
-                chosen = _chosen_all(options, decision_text)
+                chosen = _chosen_all(options, decision_text, labels)
                 if not chosen:
                     continue  # cannot tell which one won: invent nothing
                 rejected = [(i, o) for i, o in enumerate(options) if i not in chosen]
@@ -132,7 +189,7 @@ def alternatives(
             for i, (name, reason) in rejected:
                 names.append(name)
                 cons = pros_cons[paired[i]] if i in paired else ""
-                reason = _option_n_in(decision_text, i + 1) or reason
+                reason = _option_n_in(decision_text, labels[i] or str(i + 1)) or reason
                 out.append(_alternative(ids[i], name, cons, reason, decision_text, elsewhere))
     if not listed and pros_cons:  # options only under "Pros and Cons of the Options"
         options = [(name, "") for name in pros_cons]
@@ -420,6 +477,8 @@ def _items(body: str) -> list[str]:
             continue
         if fenced:
             continue
+        if is_break(stripped):  # "---" between two options: never a reason's words
+            stripped = ""
         new_item = (
             not stripped
             or stripped.startswith("#")
@@ -440,32 +499,53 @@ def _items(body: str) -> list[str]:
     return out
 
 
-def _options(sec: Section) -> list[list[tuple[str, str]]]:
-    """Groups of (name, reason), one per choice: the section's sub-headings, else a list that
-    opens the section. A sub-heading "Options for X" starts a new group; a list after prose
-    ("not adopted because: - ...") holds reasons, not options."""
+def _options(sec: Section) -> list[list[tuple[str, str, str]]]:
+    """Groups of (name, reason, label), one per choice: the section's sub-headings at whatever
+    depth they start ("### Option 1", "#### 1."), else a list that opens the section or follows
+    a line that says it lists them ("We considered two options:"). A sub-heading "Options for X"
+    starts a new group; a list after other prose ("not adopted because: - ...") holds
+    reasons, not options."""
     level = min_level(sec.body)
     subs = [s for s in sections(sec.body) if s.level == level]
     if subs:
-        groups: list[list[tuple[str, str]]] = [[]]
+        groups: list[list[tuple[str, str, str]]] = [[]]
         for sub in subs:
             if is_option_section(sub.title):
                 groups.append([])
-            elif name := option_name(sub.title):
-                groups[-1].append((name, _option_reason(sub.body)))
+            elif not _is_hole(sub.title) and (name := option_name(sub.title)):
+                groups[-1].append((name, _option_reason(sub.body), option_label(sub.title)))
         return [g for g in groups if g]
     return [options] if (options := _list_options(sec.body)) else []
 
 
-def _list_options(body: str) -> list[tuple[str, str]]:
-    """A list that opens a section: each top-level item an option; a ``Name: reason`` item or
-    the items nested under it (Good/Bad, Pro/Con) give its reason. A list after prose holds
-    reasons, not options."""
+_INTRO_RE = re.compile(
+    r"(?i)\b(?:options?|alternatives?|approaches|solutions|choices|possibilities|candidates|ways)"
+    r"\b.*:$"
+)
+
+
+_LINK_DEF_RE = re.compile(r"^\s*\[[^\]]+\]:\s*\S+")
+
+
+def _is_hole(text: str) -> bool:
+    """A template's placeholder where an option's name goes: "[option 1]", "{title of option 2}",
+    "…" (left in real records that kept the template's residue)."""
+    return bool(re.fullmatch(r"\s*(?:\[[^\]]*\]|\{[^}]*\}|[.…\s]*)\s*", strip_md(text)))
+
+
+def _list_options(body: str) -> list[tuple[str, str, str]]:
+    """A list that opens a section, or follows a line saying it lists the options ("We
+    considered two options:"): each top-level item an option; a ``Name: reason`` item, the
+    items nested under it (Good/Bad, Pro/Con) or the paragraphs between it and the next item
+    give its reason. A list after other prose holds reasons, not options."""
     items: list[tuple[str, list[str]]] = []
     indent = None
     prose_first = False
+    blank = False
+    between: list[str] = []  # paragraphs after an item: its own if another item follows
     for line, fenced in lines_outside_fences(drop_comments(body)):
-        if fenced or not line.strip():
+        if fenced or not line.strip() or is_break(line) or _LINK_DEF_RE.match(line):
+            blank = blank or bool(items)
             continue
         stripped = line.strip()
         depth = len(line) - len(line.lstrip())
@@ -473,22 +553,30 @@ def _list_options(body: str) -> list[tuple[str, str]]:
             if indent is None:
                 indent = depth
             if depth <= indent:
+                if items and between:
+                    items[-1][1].extend(between)
+                between, blank = [], False
                 items.append((LIST_ITEM_RE.sub("", stripped), []))
                 continue
         if not items:
             if stripped.startswith("#") or stripped.startswith("|"):
                 break
+            if _INTRO_RE.search(strip_md(stripped)):
+                continue  # "We considered two options:" introduces the list
             prose_first = True
             break
+        if stripped.startswith("#"):
+            break
+        if depth == 0 and not LIST_ITEM_RE.match(stripped) and (blank or between):
+            between.append(stripped)  # a paragraph after the item, not inside it
+            continue
         if depth == 0 and not LIST_ITEM_RE.match(stripped) and not items[-1][1]:
-            if stripped.startswith("#"):
-                break
             items[-1] = (items[-1][0] + " " + stripped, items[-1][1])  # a wrapped item
             continue
         items[-1][1].append(line)
     if prose_first:
         return []
-    options: list[tuple[str, str]] = []
+    options: list[tuple[str, str, str]] = []
     for item, nested in items:
         item = strip_md(item)
         name, reason = item, ""
@@ -496,9 +584,12 @@ def _list_options(body: str) -> list[tuple[str, str]]:
         if split and not _quoted_colon(split.group(1), []):
             name, reason = split.group(1), split.group(2)
         if nested:
-            reason = cons_of("\n".join(nested)) or reason or _objections("\n".join(nested))
-        if name := option_name(name):
-            options.append((name, reason))
+            text = "\n".join(nested)
+            prose = [p for p in paragraphs(text) if not LIST_ITEM_RE.match(p)]
+            reason = cons_of(text) or reason or _objections(text) or (prose[0] if prose else "")
+        label = option_label(item)
+        if not _is_hole(item) and (name := option_name(name)):
+            options.append((name, reason, label))
     return options
 
 
@@ -515,12 +606,14 @@ def _option_reason(body: str) -> str:
     return paras[0] if paras else ""
 
 
-def _option_n_in(decision: str, n: int) -> str:
+def _option_n_in(decision: str, n: str) -> str:
     """A decision's sentence about "option N" that says why it lost ("option 3 is too
-    restrictive")."""
+    restrictive", "Option 1b was rejected")."""
     for para in decision.split("\n\n"):
         for sentence in sentences(para):
-            named = re.search(rf"(?i)\boption\s+{n}\b", sentence)
+            named = re.search(
+                rf"(?i)\b(?:option|approach|alternative)\s+{re.escape(n)}\b", sentence
+            )
             against = re.search(
                 r"(?i)\b(?:not|too|because|but|however|lacks?|cannot|can't|rejected)\b", sentence
             )
@@ -550,7 +643,62 @@ def _named_in_decision(name: str, decision: str) -> str:
     return " ".join(found[:2])
 
 
-def _chosen_all(options: list[tuple[str, str]], decision: str) -> set[int]:
+def _by_label(ref: str, labels: list[str] | None, count: int) -> int | None:
+    """The option an "option 1b" / "option 2" / "option II" reference names: by the label its
+    heading gives it, else by its place; None when it names none, or several ("option 1" when
+    there are "1a" and "1b")."""
+    ref = ref.lower()
+    ref = str(_ROMAN[ref]) if ref in _ROMAN and not ref.isdigit() else ref
+    labels = labels or [""] * count
+    if ref in labels:
+        return labels.index(ref)
+    if any(label.startswith(ref) for label in labels) or not ref.isdigit():
+        return None
+    n = int(ref) - 1
+    return n if 0 <= n < count else None
+
+
+def _picked(decision: str, labels: list[str] | None, count: int) -> set[int]:
+    """Options the decision takes by label, in any of its sentences ("We will do action 3",
+    "we chose option 1b"), not those it says it will not take ("and therefore not action 2")."""
+    out = set()
+    verbs = r"(?:do|use|choose|chose|chosen|go\s+with|adopt|implement|pick|take|select|selected)"
+    for para in decision.split("\n\n"):
+        for sentence in sentences(para):
+            for m in re.finditer(rf"(?i)\b{verbs}\s+(?:the\s+)?{_REF}", sentence):
+                if re.search(r"(?i)\b(?:not|never|against)\b", sentence[: m.start()]):
+                    continue
+                if (n := _by_label(m.group(1), labels, count)) is not None:
+                    out.add(n)
+    return out
+
+
+def _declined(options: list[tuple[str, str]], decision: str) -> set[int]:
+    """Options the decision says it will not take ("… is recommended, but it will not be
+    implemented", "we decided against X"): the sentence names most of the option's own words."""
+    words = _distinctive(options)
+    out = set()
+    for para in decision.split("\n\n"):
+        for sentence in sentences(para):
+            low = sentence.lower()
+            if not _DECLINE_RE.search(low):
+                continue
+            for i, own in enumerate(words):
+                hits = sum(1 for w in own if re.search(rf"\b{re.escape(w)}", low))
+                if own and hits >= max(2, (len(own) + 1) // 2):
+                    out.add(i)
+    return out
+
+
+_DECLINE_RE = re.compile(
+    r"\b(?:will|would|should|shall|is|are|was|were)\s+not\s+be\s+(?:implemented|adopted|used|"
+    r"pursued|taken|done|enabled)\b|\bdecided\s+against\b|\bwas\s+rejected\b|\bwon't\s+be\b"
+)
+
+
+def _chosen_all(
+    options: list[tuple[str, str]], decision: str, labels: list[str] | None = None
+) -> set[int]:
     """The options the decision picked: one, or several ("Chosen option: option 1 and option 2")."""
     name = chosen_name(decision.split("\n\n", 1)[0][:600])
     numbers = re.findall(r"\boption\s+(\d+)\b", name, re.I)
@@ -560,15 +708,26 @@ def _chosen_all(options: list[tuple[str, str]], decision: str) -> set[int]:
     norms = [_norm(n) for n, _ in options]
     if len(parts) > 1 and all(p in norms for p in parts):  # "Chosen option: A & B"
         return {norms.index(p) for p in parts}
-    one = _chosen(options, decision)
+    picked = _picked(decision, labels, len(options))
+    if len(picked) > 1:  # "We will do action 3 …" and, later, "We will do action 4 …"
+        return picked
+    one = _chosen(options, decision, labels)
+    declined = _declined(options, decision)
+    if one is not None and one in declined:
+        one = None  # named most, but the decision says it will not be taken
+    if one is None and declined and len(options) - len(declined) == 1:
+        one = next(i for i in range(len(options)) if i not in declined)  # the one not declined
     return set() if one is None else {one}
 
 
-def _chosen(options: list[tuple[str, str]], decision: str) -> int | None:
+def _chosen(
+    options: list[tuple[str, str]], decision: str, labels: list[str] | None = None
+) -> int | None:
     """Which option the decision picked, or None when the record does not make it clear."""
     if not decision:
         return None
     opening = decision.split("\n\n", 1)[0][:600]
+    first = (sentences(opening) or [""])[0]
     if name := chosen_name(opening):
         if m := re.match(r"^(\d{1,2})(?:$|\s*[-–—:.)]\s)", name.strip()):  # "2 because", "3 - …"
             n = int(m.group(1)) - 1
@@ -576,27 +735,31 @@ def _chosen(options: list[tuple[str, str]], decision: str) -> int | None:
         wanted = _norm(name)
         norms = [_norm(n) for n, _ in options]
         for i, got in enumerate(norms):
-            if got == wanted:
+            if got and got == wanted:
                 return i
-        if m := re.match(r"^\s*option\s+(\d+)\b", strip_md(name), re.I):
-            n = int(m.group(1)) - 1
-            if 0 <= n < len(options):
-                return n
+        m = re.match(rf"^\s*{_REF}", strip_md(name), re.I)
+        if m and (at := _by_label(m.group(1), labels, len(options))) is not None:
+            return at
         hits = [i for i, got in enumerate(norms) if got and (got in wanted or wanted in got)]
         if len(hits) == 1:
             return hits[0]
         scored = sorted(((_overlap(wanted, got), i) for i, got in enumerate(norms)), reverse=True)
         if scored and scored[0][0] >= 0.6 and (len(scored) == 1 or scored[1][0] < scored[0][0]):
             return scored[0][1]
-    if m := re.search(r"\b(?:on\s+|^|chose\s+|chosen\s+|use\s+)option\s+(\d+)\b", opening, re.I):
-        n = int(m.group(1)) - 1
-        if 0 <= n < len(options):
+    m = re.search(
+        rf"\b(?:on\s+|^|chose\s+|choose\s+|chosen\s+|use\s+|with\s+){_REF}", opening, re.I
+    )
+    if m and (at := _by_label(m.group(1), labels, len(options))) is not None:
+        return at
+    # "We decided to go with the second option", "the second option … is the better solution"
+    ordinals = set(
+        re.findall(rf"\b({'|'.join(_ORDINALS)})\s+(?:option|approach|alternative)\b", first, re.I)
+    )
+    if len(ordinals) == 1 and not re.search(r"(?i)\b(?:not|against|reject\w*)\b", first):
+        n = _ORDINALS.index(ordinals.pop().lower())
+        if n < len(options):
             return n
-    words = [set(re.findall(r"[a-z0-9]{3,}", name.lower())) - _COMMON for name, _ in options]
-    distinctive = [
-        own - set().union(*(w for j, w in enumerate(words) if j != i))
-        for i, own in enumerate(words)
-    ]
+    distinctive = _distinctive(options)
 
     def first_named(text: str) -> int | None:
         where = []
@@ -614,6 +777,11 @@ def _chosen(options: list[tuple[str, str]], decision: str) -> int | None:
         hit = first_named(m.group(1))
         if hit is not None:
             return hit
+    # "We will take Entra ID into service": what the decision's first words will do, verb and all
+    if m := _WILL_RE.match(first.lower()):
+        hit = first_named(m.group(1))
+        if hit is not None:
+            return hit
     counts = [
         sum(len(re.findall(rf"\b{re.escape(w)}", lowered)) for w in own) for own in distinctive
     ]
@@ -621,6 +789,21 @@ def _chosen(options: list[tuple[str, str]], decision: str) -> int | None:
     if ranked and ranked[0] >= 2 and (len(ranked) == 1 or ranked[0] >= 2 * ranked[1]):
         return counts.index(ranked[0])
     return None
+
+
+def _distinctive(options: list[tuple[str, str]]) -> list[set[str]]:
+    """Each option's words (three letters or more, not the common ones) no other option has."""
+    words = [set(re.findall(r"[a-z0-9]{3,}", name.lower())) - _COMMON for name, _ in options]
+    return [
+        own - set().union(*(w for j, w in enumerate(words) if j != i))
+        for i, own in enumerate(words)
+    ]
+
+
+_WILL_RE = re.compile(
+    r"^\W*we\s+(?:will|shall|are\s+going\s+to|have\s+decided\s+to|decided\s+to)\s+"
+    r"(?!not\b|never\b|no\b)(.{0,80})"
+)
 
 
 def _stems(text: str) -> str:

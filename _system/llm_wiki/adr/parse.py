@@ -10,6 +10,7 @@ from typing import Any
 
 from llm_wiki.adr.links import Statement, record_statements, reference_definitions, status_notes
 from llm_wiki.adr.markdown import (
+    ATTRIBUTES_RE,
     HEADING_RE,
     drop_comments,
     find_section,
@@ -20,7 +21,7 @@ from llm_wiki.adr.markdown import (
     sections,
     strip_md,
 )
-from llm_wiki.adr.options import alternatives, chosen_name
+from llm_wiki.adr.options import alternatives, chosen_name, named_choice
 from llm_wiki.entries import Alternative, split_frontmatter
 from llm_wiki.errors import InvalidInput
 from llm_wiki.yaml_input import load_yaml
@@ -162,7 +163,7 @@ _TITLE_LINK_PREFIX_RE = re.compile(r"^\s*\[(?:[^\[\]]|\[[^\]]*\]\([^)]*\))*\]\s*
 
 
 def clean_title(raw: str) -> str:
-    title = raw
+    title = ATTRIBUTES_RE.sub("", raw)  # "Use PSR-16 {#adr_0001}": the site's anchor
     if re.match(r"^\s*\[[^\]]*supers", title, re.I):  # "[Superseded by [ADR-0019](…)] Title"
         title = _TITLE_LINK_PREFIX_RE.sub("", title)
     title = strip_md(title)
@@ -170,19 +171,43 @@ def clean_title(raw: str) -> str:
     return title.strip()
 
 
+# What templates write where a record has its words. A number: "N)", "NNNN.", "ADRXXX:",
+# "NUMBER."; a title: "Title", "TITLE", "Title (short noun phrase)", "[short title of solved
+# problem and solution]", "{short title …}"; a date: "YYYY-MM-DD", "DATE"; a status listing
+# every status there is ("proposed, accepted, rejected, deprecated, superseded, ...").
+_NUMBER_HOLE = r"(?:m?adr[-_ ]?)?(?:n{1,4}|x{2,4}|number|#+|\d+)"
+_TITLE_HOLE_RE = re.compile(
+    rf"^(?:{_NUMBER_HOLE}\s*[.:)\-–—]?\s+)?(?:\{{.*\}}|\[.*\]|<.*>|title(?:\s*\(.*\))?|"
+    r"short\s+title.*|.*\bnoun\s+phrase\b.*|.*\bsolved\s+problem\b.*)$",
+    re.I,
+)
+_DATE_HOLE_RE = re.compile(r"(?im)^\W*date\W*:?\s*(?:yyyy-mm-dd|dd/mm/yyyy|date|\[?date\]?)\s*$")
+_STATUS_HOLE_RE = re.compile(
+    r"(?i)\b(?:proposed|accepted|rejected|deprecated|superseded)\b(?:\s*(?:[,|/]|\bor\b)\s*"
+    r"\[?\w*\s*\b(?:proposed|accepted|rejected|deprecated|superseded)\b\]?){2,}"
+)
+_TEMPLATE_NAME_RE = re.compile(r"(?i)(?:^|[-_. ])template$|^template\b")
+
+
 def is_template(meta: dict[str, Any], title: str, text: str, stem: str = "") -> bool:
     """A template, by its content: a placeholder for a title (``{short title …}``, ``ADRXXX:
-    Title``), or a file named template whose body is placeholders."""
+    Title``, ``N) Title (short noun phrase)``), or a file named template (``template.md``,
+    ``NNNN-adr-template.md``) with one placeholder of any kind (for a date, a status listing
+    every status, ``{holes}``)."""
     if "template" in str(meta.get("title") or "").lower():
         return True
-    t = title.strip()
-    if re.match(r"^(?:\{.*\}|\[.*\]|title|short title.*)$", t, re.I) or re.search(
-        r"(?i)x{3}|\bn{4}\b|:\s*title$", t
-    ):
+    t = strip_md(ATTRIBUTES_RE.sub("", title)).strip()
+    if _TITLE_HOLE_RE.match(t) or re.search(r"(?i)x{3}|\bn{4}\b|:\s*title$", t):
         return True
     prose = "\n".join(prose_lines(text))
     holes = set(re.findall(r"\{[a-z][^{}\n]*\s[^{}\n]*\}", prose, re.I))  # {short title of …}
-    return "template" in stem.lower() and len(holes) >= 2
+    signs = (
+        len(holes) >= 2,
+        bool(_DATE_HOLE_RE.search(prose)),
+        bool(_STATUS_HOLE_RE.search(prose)),
+        bool(re.match(rf"(?i)^{_NUMBER_HOLE}\s*[.:)]", t)) and not re.match(r"^\d", t),
+    )
+    return bool(_TEMPLATE_NAME_RE.search(stem)) and any(signs) or sum(signs) >= 2
 
 
 def is_index(text: str) -> int:
@@ -255,6 +280,8 @@ def parse_record(path: Path, rel: str, text: str) -> Record:
             decision += " " + re.sub(r"^([-*+]|\d+[.)])\s+", "", paras[1])
         if name := chosen_name(decision):
             decision = f"Chosen option: {name}"
+        elif named := named_choice(secs, decision):
+            decision = named  # "Option 4." says which, not what
     alts, placeholders = alternatives(secs, decision_text, body)
 
     statements, refused, cites = record_statements(
