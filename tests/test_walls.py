@@ -235,6 +235,17 @@ def test_a_query_call_is_logged_under_the_readers_whole_view(cli, walled, wiki_p
     assert [c["purpose"] for c in read_calls(Wiki(wiki_path))] == ["query.pick", "query.answer"]
     assert [c["scope"] for c in read_calls(Wiki(wiki_path))] == ["matter-beta,shared"] * 2
     assert cli.json("--as", "alice", "stats")["llm"]["by_scope"] == {}
+    # an admin's question is under every scope access.yaml grants: no reader of fewer sees it
+    MockBackend.enqueue(json.dumps({"ids": [shared]}), f"It is recorded [{shared}].")
+    cli("--as", "root", "query", "Shared decision for the ledger", "--backend", "mock")
+    assert [c["scope"] for c in read_calls(Wiki(wiki_path))][2:] == [
+        "matter-acme,matter-beta,shared"
+    ] * 2
+    for reader in ("alice", "bob", "carol"):
+        assert (
+            "matter-acme,matter-beta,shared"
+            not in cli.json("--as", reader, "stats")["llm"]["by_scope"]
+        )
 
 
 def test_every_llm_call_must_name_its_scope(wiki):

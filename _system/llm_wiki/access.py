@@ -199,6 +199,20 @@ def resolve_viewer(wiki: Wiki, reader: str | None = None) -> Viewer:
     )
 
 
+def declared_scopes(wiki: Wiki) -> set[str]:
+    """Every scope access.yaml grants to some reader (empty without walls)."""
+    access = load_access(wiki)
+    if access is None:
+        return set()
+    return {
+        scope
+        for name, spec in access["readers"].items()
+        if isinstance(spec, dict)
+        for key in ("scopes", "read_only")
+        for scope in _scopes(spec.get(key), name)
+    }
+
+
 def _scopes(value: Any, name: str) -> list[str]:
     if value is None:
         return []

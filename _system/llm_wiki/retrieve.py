@@ -48,7 +48,7 @@ from collections import Counter
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-from llm_wiki.access import Viewer, scope_field
+from llm_wiki.access import Viewer, declared_scopes, scope_field
 from llm_wiki.answers import Opened, compose
 from llm_wiki.backends import Backend, call, estimate_tokens, get_backend, limits
 from llm_wiki.catalog import Catalog, Row, read_catalog
@@ -230,7 +230,7 @@ def retrieve(
             backend,
             prompt,
             purpose="query.pick",
-            scope=_call_scope(viewer, rows),
+            scope=_call_scope(wiki, viewer, rows),
             system=system,
             max_tokens=PICK_MAX_TOKENS,
         )
@@ -334,12 +334,13 @@ def _with_replacements(ranker: Ranker, picks: Sequence[Row], intent: str = "") -
     return out
 
 
-def _call_scope(viewer: Viewer, rows: Iterable[Row]) -> str:
+def _call_scope(wiki: Wiki, viewer: Viewer, rows: Iterable[Row]) -> str:
     """The scopes a query's LLM call is logged under: the entries its prompt holds and, behind
-    walls, the reader's whole view. The question is the reader's, and its words and size are in
-    the prompt: logged under the opened entries' scope alone, a reader of that scope saw when
-    a reader of more scopes asked, and roughly how much."""
-    return scope_field([*(viewer.read or ()), *(r.scope for r in rows)])
+    walls, the reader's whole view (an admin's: every scope access.yaml grants). The question
+    is the reader's, and its words and size are in the prompt: logged under the opened entries'
+    scope alone, a reader of that scope saw when a reader of more scopes asked, and how much."""
+    view = viewer.read if viewer.read is not None else declared_scopes(wiki) if viewer.walls else ()
+    return scope_field([*view, *(r.scope for r in rows)])
 
 
 # --------------------------------------------------------------------------- the answer
@@ -608,7 +609,7 @@ def _generated(
         backend,
         prompt,
         purpose="query.answer",
-        scope=_call_scope(viewer, [s.row for s in got.opened]),
+        scope=_call_scope(wiki, viewer, [s.row for s in got.opened]),
         system=system,
         max_tokens=ANSWER_MAX_TOKENS,
     )
