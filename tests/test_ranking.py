@@ -633,3 +633,21 @@ def test_eval_embeds_every_entry_before_it_asks(cli, wiki_path, tmp_path, monkey
     assert embedded == [vectors.QUERY_EMBED_LIMIT + 4]
     assert first["ranking"] == "lexical + semantic"
     assert cli.json("eval", str(questions))["questions"] == first["questions"]
+
+
+def test_two_words_of_the_question_find_the_one_word_a_record_writes(cli):
+    """ "the task work queue" finds the record about the "WorkQueue" (FTS5 keeps a word written
+    in one piece as one token): adjacent key terms are also asked for written together."""
+    workqueue = cli.json(*write_args(
+        "Distributed WorkQueue with a single active consumer", date="2021-03-01",
+        body="Only one node consumes the WorkQueue; tasks wait in it.",
+    ))["id"]  # fmt: skip
+    cli(
+        *write_args(
+            "Pulsar mail queue", date="2022-05-01", body="Mail queue work runs on every node."
+        )
+    )
+    cli(*write_args("Keep the ledger in Postgres", body="Postings commit atomically."))
+    cli(*write_args("Rotate API keys every 90 days", body="Through the secrets manager."))
+    out = cli.json("query", "Which node consumes the task work queue?")
+    assert out["opened"][0]["id"] == workqueue, [o["id"] for o in out["opened"]]

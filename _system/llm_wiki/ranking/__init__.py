@@ -216,6 +216,7 @@ class Ranker:
     # -- ranking
     def rank(self, question: Question, limit: int, *, window: int = WINDOW) -> Ranking:
         pool = max(limit, POOL)
+        question = self._with_compounds(question)
         lists: list[list[int]] = []
         # Vectors rank only when every entry the reader may read has one: a list of the few
         # embedded entries would lift exactly those (after a bulk import, until `llm-wiki index`
@@ -280,6 +281,29 @@ class Ranker:
         items = self.by_time(question, items, window)
         fts_order = tuple(self._fts_order) if bm25f else ()
         return Ranking(question, tuple(items[:limit]), nothing, evidence, dict(sem), fts_order)
+
+    def _with_compounds(self, question: Question) -> Question:
+        """``question`` with each pair of its adjacent key terms written as one word added as
+        a term, where entries hold that word: "the task work queue" also asks for
+        "workqueue", as a record titled "WorkQueue" writes it (FTS5 keeps it one token)."""
+        held = set(question.terms)
+        words = [w.lower() for w in WORD_RE.findall(question.text)]
+        extra = [
+            a + b
+            for a, b in zip(words, words[1:], strict=False)
+            if a in held and b in held and a + b not in held and not a.isdigit()
+            and not b.isdigit() and self.df(a + b)
+        ]  # fmt: skip
+        if not extra:
+            return question
+        return Question(
+            text=question.text,
+            terms=tuple(dict.fromkeys([*question.terms, *extra])),
+            intent=question.intent,
+            when=question.when,
+            period=question.period,
+            only_period=question.only_period,
+        )
 
     def on_topic(self, ranking: Ranking, rows: Sequence[Row]) -> list[bool]:
         """Whether each of ``rows`` answers the question on its own: it holds at least an

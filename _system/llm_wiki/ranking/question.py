@@ -1,7 +1,9 @@
 """A question as the ranker reads it: its key terms, and what it asks about time.
 
 **Key terms** are the question's words minus stop words and words about deciding ("decide",
-"choose", "options", ...); FTS5's porter tokenizer stems both sides.
+"choose", "options", ...); FTS5's porter tokenizer stems both sides. The ranker adds each pair
+of adjacent key terms written as one word where entries hold it ("work queue" ->
+"workqueue", :meth:`Ranker._with_compounds`).
 
 **Intent** (:attr:`Question.intent`) decides how supersession and dates order the results:
 
