@@ -33,6 +33,7 @@ MAX_RECORDS of them), the next build writes the file whole again and drops the l
 from __future__ import annotations
 
 import contextlib
+import functools
 import hashlib
 import marshal
 import mmap
@@ -143,6 +144,11 @@ del _i, _name
 def tuple_row(values: tuple[Any, ...], _new: Any = tuple.__new__) -> Row:
     """The inverse of :func:`row_tuple` (tuple's own constructor: Row's __init__ is not run)."""
     return _new(StateRow, values)  # type: ignore[no-any-return]
+
+
+def tuple_rows(tuples: list[tuple[Any, ...]]) -> list[Row]:
+    """:func:`tuple_row` of each, tuple's constructor called from C (no Python call per row)."""
+    return list(map(functools.partial(tuple.__new__, StateRow), tuples))
 
 
 def stat_key(path: Path | str) -> tuple[int, ...] | None:
