@@ -11,7 +11,7 @@ from __future__ import annotations
 import functools
 import json
 from collections import Counter, defaultdict
-from operator import itemgetter
+from operator import attrgetter, itemgetter
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -71,13 +71,11 @@ class Pages:
         loop doing all of it per row cost most of a rebuild's pass over 10,000 rows)."""
         rows = self.view.rows
         superseded = self.view.superseded_by.get
-        ids, types, dates, domains, statuses = [], [], [], [], []
-        for row in rows:  # (the fields every count needs; the others are read where they are)
-            ids.append(row.id)
-            types.append(row.type)
-            dates.append(row.date)
-            domains.append(row.domain)
-            statuses.append(row.status)
+        # the fields every count needs, a column each read in C (one loop of appends: ~2x); the
+        # others are read where they are
+        ids, types, dates, domains, statuses = [
+            list(map(attrgetter(name), rows)) for name in ("id", "type", "date", "domain", "status")
+        ]
         shown = ["superseded" if superseded(i) else s for i, s in zip(ids, statuses, strict=True)]
         month_of = [d[:7] for d in dates]
         # defaultdict(list): the group of a key seen before is appended to with no list made
@@ -159,7 +157,7 @@ class Pages:
                     "name": name,
                     "entries": len(by_domain[name]),
                     "current": current[name],
-                    "latest": max(r.date for r in by_domain[name]),
+                    "latest": by_domain[name][0].date,  # (rows are newest first)
                 }
                 for name in sorted(by_domain)
             ],
