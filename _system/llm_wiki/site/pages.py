@@ -25,6 +25,7 @@ from llm_wiki.wiki import TEMPLATES
 SITE_TEMPLATES = TEMPLATES / "site"
 LATEST = 12
 CHANGES = 10
+LISTED = 20  # open incidents and proposed decisions the home page lists (of the rest: how many)
 BODY_TERMS = 2000  # distinct body words per entry in the search index
 # Entries a subject page (actor, tag) or a domain's history lists before the rest goes on pages of
 # their own (see :func:`chunk`).
@@ -186,14 +187,20 @@ class Pages:
                     break
         totals = self._totals
         incidents = view.open_incidents
+        # the first LISTED of each and how many more: the page shows no other (~2,800 entries
+        # named in the context of a 10k wiki's home page, each one looked up and fingerprinted)
+        opened = [r for r in self._groups["incident"] if r.id in incidents]
+        proposed = totals["proposed"]
         return {
             "total": len(rows),
             "by_type": totals["by_type"],
             "by_status": totals["by_status"],
             "latest": [self.ref(r) for r in rows[:LATEST]],
             "changes": changes,
-            "open_incidents": [self.ref(r) for r in self._groups["incident"] if r.id in incidents],
-            "proposed": [self.ref(r) for r in totals["proposed"]],
+            "open_incidents": [self.ref(r) for r in opened[:LISTED]],
+            "open_more": max(0, len(opened) - LISTED),
+            "proposed": [self.ref(r) for r in proposed[:LISTED]],
+            "proposed_more": max(0, len(proposed) - LISTED),
             "domains": self.domain_rows(),
             "months": totals["months"],
         }
