@@ -244,22 +244,21 @@ def follow(
     for i in sorted(linked - set(now)):
         now[i] = get(i)
     changed = named | {i for i, t in now.items() if t != old.get(i)}
-    merged = dict(old)
-    for i in sorted(changed):
-        if now[i] is None:
-            merged.pop(i, None)
-        else:
-            merged[i] = now[i]
+
+    def merged(i: str) -> tuple[Any, ...] | None:
+        """The row tuple of ``i`` now (None: gone), without a copy of ``old`` with the changes."""
+        return now[i] if i in changed else old.get(i)
+
     moved = changed | set(pending or ())
     if moved:  # the others keep their order: each moved row goes back in its place
         tuples = [t for t in prev["rows"] if t[0] not in moved]
         for i in sorted(moved):
-            t = merged.get(i)
+            t = merged(i)
             if t is not None:
                 tuples.insert(_place(tuples, t), t)
     else:
         tuples = prev["rows"]
-    rows = [state.tuple_row(t) for t in tuples]
+    rows = state.tuple_rows(tuples)
     touched = set(changed)
     keys: set[str] = set()
     domains: set[str] | None = set()
@@ -280,7 +279,7 @@ def follow(
             ):
                 touched.add(t[0])
     for i in touched:
-        for t in (old.get(i), merged.get(i)):
+        for t in (old.get(i), merged(i)):
             if t is not None:
                 keys.add(f"m:{t[_DATE][:7]}")
     keys.update(f"e:{i}" for i in touched)
@@ -296,7 +295,7 @@ def follow(
         keys.add("*")
     if keys or inputs.new:
         keys.add("*")
-    delta = {i: merged.get(i) for i in changed}
+    delta = {i: merged(i) for i in changed}
     before = {i: state.tuple_row(old[i]) for i in changed if i in old}
     return rows, Change(changed, touched, keys, domains, tuples, delta, before)
 
