@@ -651,3 +651,23 @@ def test_two_words_of_the_question_find_the_one_word_a_record_writes(cli):
     cli(*write_args("Rotate API keys every 90 days", body="Through the secrets manager."))
     out = cli.json("query", "Which node consumes the task work queue?")
     assert out["opened"][0]["id"] == workqueue, [o["id"] for o in out["opened"]]
+
+
+def test_nothing_found_weighs_the_question_as_asked_not_its_compounds(cli, wiki, monkeypatch):
+    """A compound spells terms the question already has: among 100k entries "webapp", held by
+    one, weighed as a demand of its own and turned an answerable question into "nothing
+    found". The share is the same with or without it."""
+    from llm_wiki.access import Viewer
+    from llm_wiki.catalog import read_catalog
+    from llm_wiki.ranking import Ranker, parse_question
+
+    cli(*write_args("Build the transfer web app with Play", body="Play over Django for the app."))
+    cli(*write_args("Rotate API keys", body="The webapp reads them from the secrets manager."))
+    cli(*write_args("Keep the ledger in Postgres", body="Web requests never write it."))
+    question = parse_question("Why did we build the transfer web app with Play?")
+    with read_catalog(wiki) as catalog:
+        ranker = Ranker(catalog, Viewer.everyone(), semantic=False)
+        assert "webapp" in ranker._with_compounds(question).terms
+        held = ranker.rank(question, 3).evidence.held
+        monkeypatch.setattr(Ranker, "_with_compounds", lambda self, q: q)
+        assert ranker.rank(question, 3).evidence.held == held

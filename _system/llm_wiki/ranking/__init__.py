@@ -216,7 +216,10 @@ class Ranker:
     # -- ranking
     def rank(self, question: Question, limit: int, *, window: int = WINDOW) -> Ranking:
         pool = max(limit, POOL)
-        question = self._with_compounds(question)
+        # searched with its compounds; weighed, for "nothing found" and what answers alone, as
+        # asked (a compound spells terms it already has: "webapp", held by one entry in 100k,
+        # would weigh as a demand of its own that the best entry does not meet)
+        searched = self._with_compounds(question)
         lists: list[list[int]] = []
         # Vectors rank only when every entry the reader may read has one: a list of the few
         # embedded entries would lift exactly those (after a bulk import, until `llm-wiki index`
@@ -230,7 +233,7 @@ class Ranker:
         )
         bm25f = BM25F_SEMANTIC if with_vectors else BM25F
         self._fts_order = []
-        lex = self._lexical(question, pool, bm25f=bm25f) if question.terms else []
+        lex = self._lexical(searched, pool, bm25f=bm25f) if question.terms else []
         if lex:
             lists.append([r for r, _ in lex])
         sem: list[tuple[int, float]] = []
@@ -274,7 +277,8 @@ class Ranker:
             return Ranking(question, (), True, Evidence())
         best = 0.0  # the best BM25F score, for "nothing found" (lexical only)
         if lex and not with_vectors:
-            best = lex[0][1] if bm25f else self._best_bm25f(question, [r for r, _ in lex])
+            asked = bm25f and searched is question  # lex's scores are the asked terms'
+            best = lex[0][1] if asked else self._best_bm25f(question, [r for r, _ in lex])
         nothing, evidence = self.nothing(question, best, sem)
         if dated:  # entries of the period it asks about are what it asks for
             nothing, evidence = False, Evidence(signals=("period",))
