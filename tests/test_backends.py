@@ -85,7 +85,7 @@ def test_no_key_is_one_line_with_the_fix(cli, wiki_path):
     result = cli("query", "Which database?", "--backend", "anthropic", code=1)
     assert result.stderr.strip() == (
         "Error: No API key for the anthropic backend: set ANTHROPIC_API_KEY (for scheduled "
-        "jobs, in ~/.config/llm-wiki/env), or use --backend offline."
+        "jobs, in ~/.config/llm-wiki/env), or choose another --backend (offline needs no key)."
     )
 
 

@@ -113,7 +113,7 @@ class Backend:
         if self.needs_key and self.key_env_var and not os.environ.get(self.key_env_var):
             raise BackendUnavailable(
                 f"No API key for the {self.name} backend: set {self.key_env_var} (for scheduled "
-                "jobs, in ~/.config/llm-wiki/env), or use --backend offline."
+                "jobs, in ~/.config/llm-wiki/env), or choose another --backend (offline needs no key)."
             )
 
     def complete(

@@ -92,7 +92,7 @@ FIELDS = (  # what a proposal may set; scope, origin and sources are the ingest'
 
 _SHA_RE = re.compile(r"^[0-9a-f]{64}$")
 _LINES_RE = re.compile(r"^#?L?(\d+)(?:\s*[-–]\s*L?(\d+))?$", re.I)
-_NO_OFFLINE_RE = re.compile(r",? or use --backend [\w\s-]*?\boffline\.?$")
+_NO_OFFLINE_RE = re.compile(r",? or (?:use|choose another) --backend [^.]*?\boffline\b[^.]*\.?$")
 _WORD_RE = re.compile(r"[^\W_]+")
 # "maria: ...", "[2026-04-14 09:02] maria: ...", "10:02 <dev> ...", "**Lucas**: ...", "User: ..."
 _SPEAKER_RE = re.compile(

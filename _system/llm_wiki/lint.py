@@ -115,8 +115,8 @@ def lint(
         llm = backend or backends.get_backend(wiki)
         if not llm.is_llm:
             raise WikiError(
-                f"--with-llm needs an LLM backend, not {llm.name}; pass --backend anthropic or "
-                "claude-cli (or set backend in settings.yaml)."
+                f"--with-llm needs an LLM backend, not {llm.name}; pass --backend anthropic, "
+                "claude-cli or openai (or set backend in settings.yaml)."
             )
         llm.check()
     with read_catalog(wiki) as catalog:

@@ -427,7 +427,7 @@ def query(
     if file_back and not chosen.is_llm:
         raise InvalidInput(
             "--file-back needs an LLM backend (an extractive answer adds nothing); use "
-            "--backend anthropic or claude-cli."
+            "--backend anthropic, claude-cli or openai."
         )
     chosen.check()
     got = retrieve(wiki, viewer, question, backend=chosen, k=k, budget=budget)

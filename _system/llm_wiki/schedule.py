@@ -447,7 +447,7 @@ def _job_notes(where: Layout, jobs: tuple[str, ...]) -> list[str]:
     backend = Wiki(where.wiki).settings.get("backend", "offline")
     if "ingest" in jobs and backend == "offline":
         notes.append(
-            "the ingest job needs an LLM backend: set backend (anthropic or claude-cli) in "
+            "the ingest job needs an LLM backend: set backend (anthropic, claude-cli or openai) in "
             f"{where.wiki / 'settings.yaml'}; until then each run exits 1."
         )
     if "sync" in jobs and not (where.wiki / ".git").exists():

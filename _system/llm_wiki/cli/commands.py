@@ -676,7 +676,7 @@ def wiki_eval(
     """Measure retrieval (and answers, where a line names gold sentences) on a file of questions.
 
     One JSON object a line: {"qid", "question", "relevant": [entry ids or source names],
-    "kind", "gold": [sentences]}. kind is one of why, what, when, alternatives, current (the
+    "kind", "gold": [sentences]}. kind is one of why, what-decided, when, alternatives, current (the
     first relevant name is the newest record, the rest those it replaced), past, none (nothing
     answers it; relevant empty) or other. Prints recall@1/3/5, MRR, current@3, current_first,
     shortlist recall, none_correct, false_none and the mean prompt size. A line with "gold" is
