@@ -15,6 +15,8 @@ import pytest
 from conftest import REPO
 from llm_wiki import schedule
 
+REAL_PATH = os.environ.get("PATH", "")  # before a test points PATH at fake managers
+
 BIN = REPO / "_system" / "bin"
 EXAMPLE = schedule.Layout(
     wiki=Path("/Users/you/llm-wiki"),
@@ -347,6 +349,11 @@ def test_the_ingest_and_sync_jobs_are_added_and_stay(
     assert (wiki_path / "inbox").is_dir()  # the ingest job's default inbox
     assert "the ingest job needs an LLM backend" in result.stderr  # backend: offline
     assert "the sync job needs" in result.stderr and "git repository" in result.stderr
+    git = shutil.which("git", path=REAL_PATH)
+    subprocess.run([git, "init", "-q", str(wiki_path)], check=True)  # a repository, no remote
+    monkeypatch.setenv("PATH", f"{fakes}{os.pathsep}{os.path.dirname(git)}")
+    again = cli("schedule", "install", "--jobs", "ingest,sync", *systemd_args(tmp_path, dest))
+    assert "the sync job needs" in again.stderr and "with a remote" in again.stderr
     timer = (dest / f"llm-wiki-{name}-ingest.timer").read_text()
     assert "OnCalendar=*:0/5\n" in timer
     assert "OnCalendar=*-*-* *:17:00\n" in (dest / f"llm-wiki-{name}-sync.timer").read_text()

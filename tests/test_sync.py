@@ -126,6 +126,12 @@ def test_sync_needs_git_and_a_union_merged_log(tmp_path, cli, wiki_path):
     out = cli("sync").stdout
     assert "No git remote: committed locally only" in out
     assert git(wiki_path, "status", "--porcelain") == ""
+    # the hourly job's check: committed, but nothing replicated is a failure it reports
+    cli(*write_args("Another decision"))
+    job = cli("sync", "--require-remote", code=1)
+    assert "Committed" in job.stdout and git(wiki_path, "status", "--porcelain") == ""
+    assert job.stderr.count("\n") == 1 and "no git remote" in job.stderr
+    assert "git remote add" in job.stderr
     (wiki_path / ".gitattributes").write_text("")
     assert "log.md must merge as a union" in cli("sync", code=1).stderr
     (wiki_path / ".gitattributes").write_text("log.md merge=union\n")

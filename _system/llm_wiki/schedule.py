@@ -450,12 +450,23 @@ def _job_notes(where: Layout, jobs: tuple[str, ...]) -> list[str]:
             "the ingest job needs an LLM backend: set backend (anthropic, claude-cli or openai) in "
             f"{where.wiki / 'settings.yaml'}; until then each run exits 1."
         )
-    if "sync" in jobs and not (where.wiki / ".git").exists():
+    if "sync" in jobs and not _has_remote(where.wiki):
         notes.append(
             f"the sync job needs {where.wiki} to be a git repository with a remote (see the "
             "README's Sync); until then each run exits 1."
         )
     return notes
+
+
+def _has_remote(wiki: Path) -> bool:
+    """Whether ``wiki`` is a git repository with a remote (``git remote`` names one)."""
+    try:
+        out = subprocess.run(
+            ["git", "-C", str(wiki), "remote"], capture_output=True, text=True, timeout=30
+        )
+    except (OSError, subprocess.SubprocessError):
+        return False
+    return out.returncode == 0 and bool(out.stdout.strip())
 
 
 def _remove_legacy(

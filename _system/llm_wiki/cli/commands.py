@@ -484,11 +484,17 @@ def _print_archive(result: Any, dry_run: bool) -> None:
 @click.command(name="sync", cls=_Command)
 @click.option("--remote", metavar="NAME", help="The git remote (default: upstream, or origin).")
 @click.option("--no-push", is_flag=True, help="Commit and pull, but do not push.")
+@click.option(
+    "--require-remote",
+    is_flag=True,
+    help="Exit 1 when the repository has no remote (after committing): the hourly job's check.",
+)
 @_json_option
 @_wiki_options
 def wiki_sync(
     remote: str | None,
     no_push: bool,
+    require_remote: bool,
     as_json: bool,
     wiki_path: str | None,
     reader: str | None,
@@ -506,8 +512,11 @@ def wiki_sync(
         llm-wiki sync --remote origin --json
     """
     result = _session(wiki_path, reader).sync(remote=remote, push=not no_push)
+    unsynced = require_remote and result.remote is None
     if as_json:
         _print_json(result.to_dict())
+        if unsynced:
+            raise WikiError(_NO_REMOTE)
         return
     if result.committed:
         click.echo(f"Committed {_n(result.committed, 'file')} ({(result.commit or '')[:12]}).")
@@ -519,6 +528,14 @@ def wiki_sync(
         click.echo(f"Pulled {_n(result.pulled, 'commit')} from {result.remote}.")
         click.echo(f"Pushed to {result.remote}." if result.pushed else "Not pushed (--no-push).")
     click.echo(f"The catalog holds {_n(result.entries, 'entry', 'entries')}.")
+    if unsynced:
+        raise WikiError(_NO_REMOTE)
+
+
+_NO_REMOTE = (
+    "this repository has no git remote, so nothing was replicated (committed locally only); "
+    "add one with `git remote add origin URL`."
+)
 
 
 # ---- lint
