@@ -321,3 +321,11 @@ def test_the_readme_briefing_commands_run(tmp_path, monkeypatch):
         assert argv[0] == "llm-wiki"
         Cli(wiki)(*argv[1:])
     assert (wiki / "briefings" / "2026-09-10.md").is_file()
+
+
+def test_at_a_glance_counts_every_status(cli, week):
+    """The counts add up: a proposal was left out ("6 entries: 5 active, 1 superseded" of 7)."""
+    cli(*write_args("Deploy with canaries", domain="ops", status="proposed"))
+    out = cli("brief").stdout
+    assert "- 7 entries in 2 domains: 5 active, 1 superseded, 1 proposed." in out
+    assert cli.json("brief")["counts"]["by_status"] == {"active": 5, "proposed": 1, "superseded": 1}

@@ -288,6 +288,7 @@ def brief(
         "entries": stats.entries,
         "active": stats.by_status.get("active", 0),
         "superseded": stats.by_status.get("superseded", 0),
+        "by_status": dict(sorted(stats.by_status.items())),
         "archived": stats.archived,
         "by_type": stats.by_type,
         "new": len(new),
