@@ -235,7 +235,8 @@ def _pull(wiki: Wiki, name: str, ref: str) -> int:
             _run(wiki, "rebase", "--abort")
         raise WikiError(
             f"git pull from {name} stopped: {_first_line(proc.stderr or proc.stdout)}; nothing "
-            "was lost (your commit is kept), merge by hand with `git pull --rebase`, then sync."
+            "was lost (your commit is kept), merge by hand with `git pull --rebase -s recursive -X "
+            "no-renames` (an archived entry beside a new one looks like a rename), then sync."
         )
     after = _git(wiki, "rev-parse", f"refs/remotes/{name}/{ref}", what="read the remote branch")
     span = f"{seen_remote.stdout.strip()}..{after}" if seen_remote.returncode == 0 else after
