@@ -195,6 +195,17 @@ def test_sync_says_so_when_a_rebase_is_in_progress(tmp_path, origin):
     assert "git rebase --continue" in result.stderr and "git rebase --abort" in result.stderr
 
 
+def test_an_unreachable_remote_says_the_commit_is_kept(tmp_path, origin):
+    bare, _ = origin
+    one, cli1 = clone(tmp_path, bare, "one")
+    git(one, "remote", "set-url", "origin", str(tmp_path / "gone.git"))
+    cli1(*write_args("Written while the remote is away"))
+    result = cli1("sync", code=1)
+    head = git(one, "rev-parse", "HEAD").strip()
+    assert result.stderr.count("\n") == 1 and "could not reach origin" in result.stderr
+    assert f"This sync committed {head[:12]} locally; it is kept." in result.stderr
+
+
 def test_a_clone_of_a_fresh_wiki_is_a_wiki(tmp_path):
     """git keeps no empty folder, so a clone of a wiki with no entry yet had no entries/ and
     every command called it 'not a wiki'."""

@@ -64,7 +64,14 @@ def sync_wiki(wiki: Wiki, *, remote: str | None = None, push: bool = True) -> Sy
             if attempt == 0:
                 committed, commit = _commit(wiki)
             if target is not None:
-                pulled += _pull(wiki, *target)
+                try:
+                    pulled += _pull(wiki, *target)
+                except WikiError as exc:
+                    if not commit or "commit is kept" in exc.message:
+                        raise
+                    raise WikiError(
+                        f"{exc.message} (This sync committed {commit[:12]} locally; it is kept.)"
+                    ) from None
             catalog = open_catalog(wiki)  # a merged log.md makes it rescan
             entries = catalog.count(Viewer.everyone())
             catalog.close()
