@@ -215,6 +215,9 @@ class _Group(_Verbosity, _OneLineErrors, _ExampleHelp, click.Group):
         except BrokenPipeError:  # `llm-wiki list | head`
             sys.stderr.close()
             ctx.exit(1)
+        except KeyboardInterrupt:  # Ctrl-C: one line, as every error (click said "Aborted!")
+            click.echo("Error: interrupted; run the command again to finish its work.", err=True)
+            ctx.exit(130)
         except click.UsageError as exc:  # an unknown command
             raise _one_line(exc) from None
         except Exception as exc:  # a full disk, a read-only folder, a file-size limit: not a bug
