@@ -66,6 +66,7 @@ def test_archive_runs_once_a_month_and_catches_up(home, wiki_path):
     assert "Archived 1 entry" in first.stdout  # the first run of May (the 1st was missed)
     again = run_with_env_file(home, "wiki-archive", "--monthly", now="2026-05-11")
     assert again.returncode == 0 and "already ran in 2026-05" in again.stderr
+    assert again.stderr.rstrip().endswith("done (exit 0)")
     assert again.stdout == "" and "start:" not in again.stderr
     june = run_with_env_file(home, "wiki-archive", "--monthly", now="2026-06-03")
     assert june.returncode == 0 and "Nothing to archive" in june.stdout

@@ -106,6 +106,7 @@ def test_overlapping_job_exits_zero_and_says_so(wiki_path):
     lock, proc = run_while_locked(wiki_path, "wiki-index", "wiki-index")
     assert proc.returncode == 0
     assert "holds the lock" in proc.stderr
+    assert proc.stderr.rstrip().endswith("done (exit 0)")  # every run ends with its done line
     (lock / "pid").write_text("999999")  # dead: the lock is stale
     proc = run_script("wiki-index", env={"LLM_WIKI_DIR": wiki_path})
     assert proc.returncode == 0 and "stale lock" in proc.stderr and "Indexed" in proc.stdout

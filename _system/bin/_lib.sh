@@ -90,11 +90,16 @@ wiki_job_lock() {
         holder=$(cat "$lock_dir/pid" 2>/dev/null || true)
         if [ -n "$holder" ] && wiki_is_job "$holder"; then
             wiki_log "another run (pid $holder) holds the lock; exiting"
+            wiki_log "done (exit 0)"
             exit 0
         fi
         wiki_log "removing a stale lock left by pid ${holder:-unknown}"
         rm -rf "$lock_dir"
-        mkdir "$lock_dir" 2>/dev/null || { wiki_log "another run took the lock; exiting"; exit 0; }
+        mkdir "$lock_dir" 2>/dev/null || {
+            wiki_log "another run took the lock; exiting"
+            wiki_log "done (exit 0)"
+            exit 0
+        }
     fi
     echo $$ >"$lock_dir/pid"
     trap 'rm -rf "$lock_dir"' EXIT
