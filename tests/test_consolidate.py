@@ -148,6 +148,14 @@ def test_dry_run_writes_nothing(cli, wiki_path, ledger):
     assert (wiki_path / "log.md").read_bytes() == log
 
 
+def test_a_dry_run_needs_no_api_key(cli, wiki_path, ledger, monkeypatch):
+    """It calls nothing, so a user sees the cost before setting a key; the real run needs one."""
+    monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
+    out = cli.json("consolidate", "--backend", "anthropic", "--dry-run")
+    assert out["dry_run"] and out["domains"][0]["status"] == "planned" and out["calls"] >= 1
+    assert "ANTHROPIC_API_KEY" in cli("consolidate", "--backend", "anthropic", code=1).stderr
+
+
 def read_calls_count(wiki_path):
     from llm_wiki.wiki import Wiki
 
@@ -433,7 +441,7 @@ def test_backend_and_model_flags_choose_for_one_run(cli, wiki_path, ledger):
     configure(wiki_path)  # mock in settings.yaml
     result = cli("consolidate", "--backend", "needs-key-test", code=1)
     assert "No API key for the needs-key-test backend" in result.stderr
-    assert "--backend offline" in result.stderr
+    assert "choose another --backend (offline needs no key)" in result.stderr
     plan = cli.json("consolidate", "--backend", "offline", "--model", "m", "--dry-run")
     assert (plan["backend"], plan["model"]) == ("offline", "m")
     assert synthesis_ids(cli) == []

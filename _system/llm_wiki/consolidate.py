@@ -200,7 +200,8 @@ def consolidate(
     syntheses.
     """
     backend = backend or backends.get_backend(wiki)
-    backend.check()
+    if not dry_run:  # a dry run calls nothing: its estimate needs no key
+        backend.check()
     settings = _settings(wiki)
     budget = _Budget(
         int(max_calls if max_calls is not None else settings["max_calls"]),

@@ -199,12 +199,12 @@ def _message(changes: list[list[str]]) -> str:
     archives = sum(1 for s, p in changes if s == "A" and p.startswith("archive/"))
     raw = sum(1 for s, p in changes if s == "A" and p.startswith("raw/"))
     parts = [
-        f"{n} {what}"
-        for n, what in (
-            (added, "new entries"),
-            (raw, "raw sources"),
-            (archives, "archives"),
-            (archived, "entries archived"),
+        f"{n} {one if n == 1 else many}"
+        for n, one, many in (
+            (added, "new entry", "new entries"),
+            (raw, "raw source", "raw sources"),
+            (archives, "archive", "archives"),
+            (archived, "entry archived", "entries archived"),
         )
         if n
     ]

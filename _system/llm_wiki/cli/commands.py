@@ -263,7 +263,7 @@ def _print_stats(stats: Any) -> None:
     if llm.get("calls"):
         failed = f" ({llm['failed']} failed)" if llm.get("failed") else ""
         click.echo(
-            f"  LLM: {llm['calls']} calls{failed}, {llm['tokens_in']:,} tokens in, "
+            f"  LLM: {_n(llm['calls'], 'call')}{failed}, {llm['tokens_in']:,} tokens in, "
             f"{llm['tokens_out']:,} out"
         )
         for title, groups in (
@@ -274,14 +274,15 @@ def _print_stats(stats: Any) -> None:
             click.echo(
                 f"    by {title}: "
                 + ", ".join(
-                    f"{k} {v['calls']} calls/{v['tokens_in'] + v['tokens_out']:,} tokens"
+                    f"{k} {_n(v['calls'], 'call')}/{v['tokens_in'] + v['tokens_out']:,} tokens"
                     for k, v in groups.items()
                 )
             )
         for name, v in llm.get("by_model", {}).items():
             window = f"{v['context_window']:,}-token window" if v["context_window"] else "window ?"
             click.echo(
-                f"    {name}: {v['calls']} calls, {window}, replies up to {v['max_tokens']:,} tokens"
+                f"    {name}: {_n(v['calls'], 'call')}, {window}, replies up to "
+                f"{v['max_tokens']:,} tokens"
             )
     limits = llm.get("limits")
     if limits and "error" in limits:
