@@ -217,7 +217,7 @@ def test_install_status_uninstall_systemd(cli, tmp_path, wiki_path, no_real_mana
     assert [(j["job"], j["installed"], j["current"], j["loaded"]) for j in result["jobs"]] == [
         (j, True, True, True) for j in WANT
     ]
-    assert result["env_ok"] is True
+    assert result["env_ok"] is True and result["ok"] is True
     log = wiki_path / ".llm-wiki" / "logs" / "consolidate.log"
     log.write_text(
         "2026-05-10T02:30:00Z wiki-consolidate start: consolidate in /w\n"
@@ -229,6 +229,7 @@ def test_install_status_uninstall_systemd(cli, tmp_path, wiki_path, no_real_mana
         "consolidate  installed; nightly at 02:30; last run 2026-05-10T02:30:01Z exit 1: No API key"
         in text
     )
+    assert cli.json("schedule", "status", *args, code=1)["ok"] is False  # for agents: no exit code
     (dest / f"llm-wiki-{name}-lint.timer").write_text("edited\n")
     assert (
         "installed, out of date (install again)" in cli("schedule", "status", *args, code=1).stdout

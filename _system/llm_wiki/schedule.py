@@ -613,8 +613,17 @@ class StatusResult:
     lingering: bool | None = None  # systemd: loginctl's Linger (None: not asked, or unknown)
     notes: tuple[str, ...] = ()
 
+    @property
+    def ok(self) -> bool:
+        """Every job installed as `render` gives it, loaded, its last run exit 0; the env file
+        private (what `schedule status` exits 1 on)."""
+        return self.env_ok and all(
+            j.current and j.loaded is not False and (j.last_exit or 0) == 0 for j in self.jobs
+        )
+
     def to_dict(self) -> dict[str, Any]:
         return {
+            "ok": self.ok,
             "platform": self.platform,
             "dest": self.dest,
             "name": self.name,

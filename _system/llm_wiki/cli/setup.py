@@ -296,8 +296,7 @@ def schedule_status(
             click.echo(f"{job.job:<12} {state}; {job.when}; {last}")
         for note in result.notes:
             click.echo(f"note: {note}")
-    bad = [j for j in result.jobs if not j.current or j.loaded is False or (j.last_exit or 0) != 0]
-    if bad or not result.env_ok:
+    if not result.ok:
         sys.exit(1)
 
 
