@@ -139,7 +139,7 @@ COMMANDS = [
     (
         "schedule status",
         lambda w: ["schedule", "status", *SCHEDULE, "--dest", w["units"]],
-        {"platform", "name", "dest", "env_file", "env_ok", "lingering", "jobs", "notes"},
+        {"ok", "platform", "name", "dest", "env_file", "env_ok", "lingering", "jobs", "notes"},
     ),
     (
         "schedule uninstall",
