@@ -933,3 +933,34 @@ def test_a_decision_that_only_names_its_option_says_what_it_is(cli, tmp_path):
     assert entry["alternatives_considered"] == [
         {"id": "collect-fragments", "rejected_because": "Option 1 was rejected for its coupling."}
     ]
+
+
+def test_a_sentence_about_another_records_supersession_is_not_this_records(cli, tmp_path):
+    """ "[0002] … supersedes ADR 0001" in 0003's text (a list item wrapped over two lines) is
+    about 0002: 0003 only relates to 0001, and lint finds no fork. "This ADR, like [0002],
+    supersedes …" is still this record's own statement."""
+    folder = _write(
+        tmp_path / "adr",
+        {
+            "0001-use-a-cache.md": _RECORD + "## Decision\n\nWe will use a cache.\n",
+            "0002-use-redis.md": "# 2. Use Redis\n\nDate: 2020-02-01\n\n## Status\n\nAccepted\n\n"
+            "Supersedes [1. Use a cache](0001-use-a-cache.md)\n\n## Decision\n\nWe use Redis.\n",
+            "0003-event-bus.md": "# 3. Event bus\n\nDate: 2020-03-01\n\n## Status\n\nAccepted\n\n"
+            "## Decision\n\nWe use an event bus.\n\n## Related ADRs\n\n"
+            " - [Use a cache](0001-use-a-cache.md)\n"
+            " - [Use Redis](0002-use-redis.md) also covers the cache in more detail\n"
+            " and supersedes ADR 0001.\n",
+            "0004-tune-redis.md": "# 4. Tune Redis\n\nDate: 2020-04-01\n\n## Status\n\nAccepted"
+            "\n\n## Decision\n\nThis ADR, unlike [Use Redis](0002-use-redis.md) itself, "
+            "supersedes [Event bus](0003-event-bus.md).\n",
+        },
+    )
+    imported(cli, folder, "--domain", "adr")
+    entries = by_file(cli)
+    first, second = one(entries, "0001-use-a-cache.md"), one(entries, "0002-use-redis.md")
+    third, fourth = one(entries, "0003-event-bus.md"), one(entries, "0004-tune-redis.md")
+    assert first["superseded_by"] == [second["id"]]
+    assert third["supersedes"] == []
+    assert {"id": first["id"], "kind": "relates-to"} in cli.json("show", third["id"])["relates"]
+    assert fourth["supersedes"] == [third["id"]]
+    assert not [f for f in cli.json("lint", code=None)["findings"] if f["check"] == "forked"]
