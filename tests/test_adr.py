@@ -964,3 +964,29 @@ def test_a_sentence_about_another_records_supersession_is_not_this_records(cli, 
     assert {"id": first["id"], "kind": "relates-to"} in cli.json("show", third["id"])["relates"]
     assert fourth["supersedes"] == [third["id"]]
     assert not [f for f in cli.json("lint", code=None)["findings"] if f["check"] == "forked"]
+
+
+def test_a_wrapped_option_item_goes_on_to_the_next_item(cli, tmp_path):
+    """A list item continues on its next lines, indented or not, until the next item, a blank
+    line or a heading (CommonMark's lazy continuation); "Name -- reason" splits like "Name -"."""
+    folder = _write(
+        tmp_path / "adr",
+        {
+            "0001-forms.md": _RECORD + "## Considered options\n\n"
+            "- **Reactive forms** - Provide direct, explicit access to the underlying\n"
+            "  forms object model.\n"
+            "- **Template-driven forms** - Rely on directives in the template to create and\n"
+            "  manipulate the underlying object model. They don't scale as well.\n"
+            "- **Small services** -- This design would break the service into\n"
+            "smaller ones, but runs into the same problems.\n\n"
+            "## Decision outcome\n\nChosen option: **Reactive forms**, because they scale.\n",
+        },
+    )
+    imported(cli, folder, "--domain", "adr")
+    got = one(by_file(cli), "0001-forms.md")["alternatives_considered"]
+    assert {a["id"]: a["rejected_because"] for a in got} == {
+        "template-driven-forms": "Rely on directives in the template to create and manipulate"
+        " the underlying object model. They don't scale as well.",
+        "small-services": "This design would break the service into smaller ones, but runs into"
+        " the same problems.",
+    }

@@ -429,6 +429,11 @@ _AGAINST = re.compile(
 )
 
 
+_AGAINST_HEAD = (
+    r"\b(?:downsides?|drawbacks?|disadvantages?|cons|limitations?|problems?|issues?|caveats?)"
+)
+
+
 def _objections(body: str) -> str:
     """Unlabelled points under an option that argue against it ("- but how many …?", "- We
     investigated this …, but found …"), not those that only describe it or list its variants."""
@@ -570,27 +575,54 @@ def _list_options(body: str) -> list[tuple[str, str, str]]:
         if depth == 0 and not LIST_ITEM_RE.match(stripped) and (blank or between):
             between.append(stripped)  # a paragraph after the item, not inside it
             continue
-        if depth == 0 and not LIST_ITEM_RE.match(stripped) and not items[-1][1]:
-            items[-1] = (items[-1][0] + " " + stripped, items[-1][1])  # a wrapped item
+        if not LIST_ITEM_RE.match(stripped) and not items[-1][1] and not blank and not between:
+            # a wrapped item, its next line indented or not (CommonMark's lazy continuation):
+            # the item goes on to the next item, a blank line or a heading
+            items[-1] = (items[-1][0] + " " + stripped, items[-1][1])
             continue
         items[-1][1].append(line)
     if prose_first:
         return []
     options: list[tuple[str, str, str]] = []
-    for item, nested in items:
+    firsts = [_first_sentence(strip_md(item)) for item, _ in items]
+    taken = [option_name(f) for f in firsts] + [option_name(strip_md(i)) for i, _ in items]
+    for (item, nested), first in zip(items, firsts, strict=True):
         item = strip_md(item)
         name, reason = item, ""
-        split = re.match(r"^(.{2,80}?)(?:\s*:\s+|\s+[-–—]\s+)(.+)$", item)
+        split = re.match(r"^(.{2,80}?)(?:\s*:\s+|\s+(?:--?|[–—])\s+)(.+)$", item)
         if split and not _quoted_colon(split.group(1), []):
             name, reason = split.group(1), split.group(2)
+        elif first and taken.count(option_name(first)) == 1:  # "Indexes avoid X. However …"
+            name, reason = first, item[len(first) :].strip()
         if nested:
             text = "\n".join(nested)
             prose = [p for p in paragraphs(text) if not LIST_ITEM_RE.match(p)]
-            reason = cons_of(text) or reason or _objections(text) or (prose[0] if prose else "")
+            against = re.search(
+                rf"{_AGAINST_HEAD}\W*:$", item, re.I
+            )  # "suffers from these downsides:"
+            reason = (
+                cons_of(text)
+                or reason
+                or (_unlabelled_points(text) if against else "")
+                or _objections(text)
+                or (prose[0] if prose else "")
+            )
         label = option_label(item)
         if not _is_hole(item) and (name := option_name(name)):
             options.append((name, reason, label))
     return options
+
+
+def _first_sentence(item: str) -> str:
+    """An item's first sentence when more follow and it can be a name (short, no open
+    parenthesis or quote): "Indexes avoid X." of "Indexes avoid X. However they …"."""
+    said = sentences(item)
+    first = said[0] if len(said) > 1 else ""
+    if not first or len(first) > 120 or first.count("(") != first.count(")"):
+        return ""
+    if sum(first.count(q) for q in '"“”') % 2 or not item.startswith(first):
+        return ""
+    return first
 
 
 def _quoted_colon(head: str, raw_items: list[str]) -> bool:
