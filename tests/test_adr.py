@@ -990,3 +990,25 @@ def test_a_wrapped_option_item_goes_on_to_the_next_item(cli, tmp_path):
         "small-services": "This design would break the service into smaller ones, but runs into"
         " the same problems.",
     }
+
+
+def test_an_admonition_before_the_options_is_an_aside(cli, tmp_path):
+    """Docusaurus' ":::note … :::" between "Considered options" and its list is not the prose a
+    list of reasons follows: the options are still read."""
+    folder = _write(
+        tmp_path / "adr",
+        {
+            "0001-logs.md": _RECORD + "## Considered options\n\n:::note\n\nWe use Datadog today."
+            "\n\n:::\n\n- **Maintain current logging** - Keep every provider; too many to run.\n"
+            "- **Consolidate logging** - One provider.\n\n"
+            "## Decision outcome\n\nChosen option: **Consolidate logging**.\n",
+        },
+    )
+    imported(cli, folder, "--domain", "adr")
+    got = one(by_file(cli), "0001-logs.md")["alternatives_considered"]
+    assert got == [
+        {
+            "id": "maintain-current-logging",
+            "rejected_because": "Keep every provider; too many to run.",
+        }
+    ]

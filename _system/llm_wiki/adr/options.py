@@ -529,6 +529,8 @@ _INTRO_RE = re.compile(
 )
 
 
+# Docusaurus / VuePress admonitions: ":::note", ":::tip Title", closed by ":::".
+_ADMONITION_RE = re.compile(r"^\s*:::(?:\s*[a-z][\w-]*.*)?\s*$", re.I)
 _LINK_DEF_RE = re.compile(r"^\s*\[[^\]]+\]:\s*\S+")
 
 
@@ -548,7 +550,13 @@ def _list_options(body: str) -> list[tuple[str, str, str]]:
     prose_first = False
     blank = False
     between: list[str] = []  # paragraphs after an item: its own if another item follows
+    aside = False
     for line, fenced in lines_outside_fences(drop_comments(body)):
+        if not fenced and _ADMONITION_RE.match(line):
+            aside = not aside if line.strip() == ":::" else True  # ":::" closes, ":::note" opens
+            continue
+        if aside:  # a ":::note … :::" block is an aside: neither prose before the list nor an item
+            continue
         if fenced or not line.strip() or is_break(line) or _LINK_DEF_RE.match(line):
             blank = blank or bool(items)
             continue
