@@ -1012,3 +1012,26 @@ def test_an_admonition_before_the_options_is_an_aside(cli, tmp_path):
             "rejected_because": "Keep every provider; too many to run.",
         }
     ]
+
+
+def test_alternatives_told_in_prose_are_the_rejected_options(cli, tmp_path):
+    """Nygard's "## Alternatives" in prose, no list naming them: each paragraph (with the
+    paragraphs and points that go on about it) is a rejected alternative, its words the reason;
+    a lone sentence that argues nothing is an aside."""
+    folder = _write(
+        tmp_path / "adr",
+        {
+            "0001-leaks.md": _RECORD + "## Decision\n\nWe will track temporary files.\n\n"
+            "## Alternatives\n\nWe could rely on the finalize method.\n\nYet, such a move should"
+            " not be done as:\n - GC pauses are longer\n - GC is slower\n\n"
+            "Upgrading the JVM is not an option due to licences.\n\n"
+            "Users can still pick their own tools.\n",
+        },
+    )
+    imported(cli, folder, "--domain", "adr")
+    got = one(by_file(cli), "0001-leaks.md")["alternatives_considered"]
+    assert [a["rejected_because"] for a in got] == [
+        "We could rely on the finalize method. Yet, such a move should not be done as: GC pauses"
+        " are longer; GC is slower",
+        "Upgrading the JVM is not an option due to licences.",
+    ]

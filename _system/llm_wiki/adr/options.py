@@ -54,6 +54,12 @@ _OPTION_SECTION = (
     r"(?:\s+for\b.*)?",
     r"(?:(?:other|alternative)\s+)?(?:options|alternatives|approaches|actions|proposals|solutions"
     rf"|choices|designs)\s+(?:that\s+were\s+|we\s+)?{_WEIGHED}(?:\s+for\b.*)?",
+    r"reasons?\s+against\s+(?:the\s+)?(?:other\s+)?(?:options|alternatives|approaches).*",
+)
+# A section of the options that lost (or only of reasons against them): each is rejected,
+# but the one the decision names ("Alternatives" that list the winner too).
+_LOSERS_SECTION = re.compile(
+    r"(?:alternatives?|rejected|discarded)\b.*|reasons?\s+against\b.*", re.I
 )
 # What an option's heading or item is called before its name: "Option 2:", "Approach 1b:",
 # "Action 2A -", "[option 3] -", "II.", "1 –", "#### 3." (the label, kept to resolve "option 1b").
@@ -174,11 +180,19 @@ def alternatives(
             continue
         listed = True
         others_only = title.lower().startswith("other")
-        for group in _options(sec):
+        losers = bool(_LOSERS_SECTION.fullmatch(title))
+        groups = _options(sec)
+        told = not groups  # in prose: each alternative's words are its own reason
+        if told and (others_only or losers):
+            groups = [_prose_alternatives(sec.body)]
+        for group in groups:
             options = [(name, reason) for name, reason, _ in group]
             labels = [label for _, _, label in group]
-            if others_only:
+            if others_only or told:  # alternatives told in prose were not taken
                 rejected = list(enumerate(options))
+            elif losers:
+                chosen = _chosen_all(options, decision_text, labels)
+                rejected = [(i, o) for i, o in enumerate(options) if i not in chosen]
             else:
                 chosen = _chosen_all(options, decision_text, labels)
                 if not chosen:
@@ -190,7 +204,7 @@ def alternatives(
                 names.append(name)
                 cons = pros_cons[paired[i]] if i in paired else ""
                 reason = _option_n_in(decision_text, labels[i] or str(i + 1)) or reason
-                out.append(_alternative(ids[i], name, cons, reason, decision_text, elsewhere))
+                out.append(_alternative(ids[i], name, cons, reason, decision_text, elsewhere, told))
     if not listed and pros_cons:  # options only under "Pros and Cons of the Options"
         options = [(name, "") for name in pros_cons]
         chosen_set = _chosen_all(options, decision_text)
@@ -369,10 +383,13 @@ def _alternative(
     reason: str,
     decision: str,
     elsewhere: _Elsewhere | None = None,
+    told: bool = False,
 ) -> Alternative:
     """A rejected option with its reason: its cons (from the pros-and-cons heading paired with
-    it), else its own text, else the decision's or another section's words about it."""
-    if reason and _restates(reason, name):
+    it), else its own text, else the decision's or another section's words about it.
+    ``told``: an alternative told in prose, named by its own first sentence, which its reason
+    starts with."""
+    if reason and not told and _restates(reason, name):
         reason = ""  # "Option 2: <its name again>" says what it is, not why it lost
     text = cons or reason or _named_in_decision(name, decision)
     text = text or (elsewhere.reason(name) if elsewhere else "") or PLACEHOLDER
@@ -619,6 +636,43 @@ def _list_options(body: str) -> list[tuple[str, str, str]]:
         if not _is_hole(item) and (name := option_name(name)):
             options.append((name, reason, label))
     return options
+
+
+# A paragraph that goes on about the alternative before it ("Yet, such a move …", "However, …").
+_GOES_ON_RE = re.compile(
+    r"^(?:yet|however|but|this|that|these|those|such|with\s+such|doing\s+so|also|furthermore|"
+    r"moreover|see|note|to\s+be\s+noted|while|indeed|unfortunately|as\s+such|it|they|all\s+this|"
+    r"hence|thus|therefore)\b",
+    re.I,
+)
+
+
+def _prose_alternatives(body: str) -> list[tuple[str, str, str]]:
+    """Alternatives told in prose, no list or heading naming them (Nygard's "## Alternatives":
+    "Similar functionalities can be implemented by relying on finalize. Yet, such a move should
+    not be done: - Longer GC pauses …"): each paragraph that does not go on about the one
+    before is one, named by its first sentence, its words and points the reason. A lone sentence
+    that argues nothing against anything is an aside, not an alternative."""
+    groups: list[list[str]] = []
+    for para in paragraphs(body):
+        item = LIST_ITEM_RE.match(para)
+        if groups and (item or _GOES_ON_RE.match(para)):
+            groups[-1].append(para)
+        elif not item:
+            groups.append([para])
+    out: list[tuple[str, str, str]] = []
+    for first, *rest in groups:
+        said = sentences(first)
+        if not said or (len(said) == 1 and not rest and not _AGAINST.search(first)):
+            continue  # one sentence that argues nothing ("Users can still …"): an aside
+        reason = first
+        for para in rest:
+            item = LIST_ITEM_RE.match(para)
+            text = LIST_ITEM_RE.sub("", para).strip()
+            reason += ("; " if item and not reason.endswith(":") else " ") + text
+        if not _is_hole(said[0]) and (name := option_name(said[0])):
+            out.append((name, reason, ""))
+    return out
 
 
 def _first_sentence(item: str) -> str:
