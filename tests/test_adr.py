@@ -1035,3 +1035,20 @@ def test_alternatives_told_in_prose_are_the_rejected_options(cli, tmp_path):
         " are longer; GC is slower",
         "Upgrading the JVM is not an option due to licences.",
     ]
+
+
+def test_emoji_signed_pros_are_never_a_reason(cli, tmp_path):
+    """ ":white_check_mark:" points are an option's pros and ":no_entry:" its cons: the reason is
+    the cons alone."""
+    folder = _write(
+        tmp_path / "adr",
+        {
+            "0001-watch.md": _RECORD + "## Considered options\n\n- Xamarin\n- SwiftUI\n\n"
+            "## Decision outcome\n\nChosen option: SwiftUI\n\n## Pros and cons of the options\n\n"
+            "### Xamarin\n\n- :white_check_mark: Keeps same tech stack\n"
+            "- :no_entry: Cannot debug correctly\n\n### SwiftUI\n\n- :white_check_mark: Native\n",
+        },
+    )
+    imported(cli, folder, "--domain", "adr")
+    got = one(by_file(cli), "0001-watch.md")["alternatives_considered"]
+    assert got == [{"id": "xamarin", "rejected_because": "Cannot debug correctly"}]

@@ -73,12 +73,17 @@ _REF = r"(?:option|approach|alternative|proposal|solution|action)\s+#?(\d{1,2}[a
 _ORDINALS = ("first", "second", "third", "fourth", "fifth", "sixth", "seventh", "eighth")
 _ROMAN = {"i": 1, "ii": 2, "iii": 3, "iv": 4, "v": 5, "vi": 6, "vii": 7, "viii": 8, "ix": 9}
 _PROS_CONS = r"pros\s+and\s+cons(?:\s+of\s+the\s+(?:options|alternatives))?"
+# GitHub/Docusaurus emoji used as a point's sign: ":no_entry: Steep learning curve".
+_BAD_SIGN = r"(?::no_entry(?:_sign)?:|:x:|:-1:|:thumbsdown:|:heavy_minus_sign:|[❌⛔👎➖])\s*"
+_GOOD_SIGN = r"(?::white_check_mark:|:heavy_check_mark:|:\+1:|:thumbsup:|:heavy_plus_sign:|[✅✔👍➕]\ufe0f?)\s*"
 _BAD_LABEL = re.compile(
+    rf"^(?:[-*+]\s+)?{_BAD_SIGN}|"
     r"^(?:[-*+]\s+)?(?:\*\*|__|`)?\s*(?:bad|cons?|negatives?|disadvantages?|drawbacks?|"
     r"downsides?|against|risks?|issues?|problems?|concerns?|negative\s+consequences?)\s*(?:\*\*|__|`)?\s*(?:[,:]\s*|\s+(?=because)|$)",
     re.I,
 )
 _GOOD_LABEL = re.compile(
+    rf"^(?:[-*+]\s+)?{_GOOD_SIGN}|"
     r"^(?:[-*+]\s+)?(?:\*\*|__|`)?\s*(?:good|pros?|positives?|advantages?|benefits?|neutral|"
     r"for)\s*(?:\*\*|__|`)?\s*(?:[,:]\s*|\s+(?=because)|$)",
     re.I,
