@@ -1052,3 +1052,22 @@ def test_emoji_signed_pros_are_never_a_reason(cli, tmp_path):
     imported(cli, folder, "--domain", "adr")
     got = one(by_file(cli), "0001-watch.md")["alternatives_considered"]
     assert got == [{"id": "xamarin", "rejected_because": "Cannot debug correctly"}]
+
+
+def test_a_reused_number_is_an_alias_of_neither_record(cli, tmp_path):
+    """Two records numbered 0009: "ADR-0009" could send a reader to either, so neither gets it
+    (each keeps its file name's stem), and the import says so."""
+    folder = _write(
+        tmp_path / "adr",
+        {
+            "0009-java-11.md": _RECORD + "## Decision\n\nWe move to Java 11.\n",
+            "0009-mapping.md": _RECORD + "## Decision\n\nWe disable dynamic mapping.\n",
+            "0010-cache.md": _RECORD + "## Decision\n\nWe use a cache.\n",
+        },
+    )
+    out = imported(cli, folder, "--domain", "adr")
+    assert any("share a number" in w for w in out["warnings"])
+    entries = by_file(cli)
+    assert one(entries, "0009-java-11.md")["aliases"] == ["0009-java-11"]
+    assert one(entries, "0009-mapping.md")["aliases"] == ["0009-mapping"]
+    assert "ADR-0010" in one(entries, "0010-cache.md")["aliases"]
