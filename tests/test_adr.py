@@ -933,3 +933,141 @@ def test_a_decision_that_only_names_its_option_says_what_it_is(cli, tmp_path):
     assert entry["alternatives_considered"] == [
         {"id": "collect-fragments", "rejected_because": "Option 1 was rejected for its coupling."}
     ]
+
+
+def test_a_sentence_about_another_records_supersession_is_not_this_records(cli, tmp_path):
+    """ "[0002] … supersedes ADR 0001" in 0003's text (a list item wrapped over two lines) is
+    about 0002: 0003 only relates to 0001, and lint finds no fork. "This ADR, like [0002],
+    supersedes …" is still this record's own statement."""
+    folder = _write(
+        tmp_path / "adr",
+        {
+            "0001-use-a-cache.md": _RECORD + "## Decision\n\nWe will use a cache.\n",
+            "0002-use-redis.md": "# 2. Use Redis\n\nDate: 2020-02-01\n\n## Status\n\nAccepted\n\n"
+            "Supersedes [1. Use a cache](0001-use-a-cache.md)\n\n## Decision\n\nWe use Redis.\n",
+            "0003-event-bus.md": "# 3. Event bus\n\nDate: 2020-03-01\n\n## Status\n\nAccepted\n\n"
+            "## Decision\n\nWe use an event bus.\n\n## Related ADRs\n\n"
+            " - [Use a cache](0001-use-a-cache.md)\n"
+            " - [Use Redis](0002-use-redis.md) also covers the cache in more detail\n"
+            " and supersedes ADR 0001.\n",
+            "0004-tune-redis.md": "# 4. Tune Redis\n\nDate: 2020-04-01\n\n## Status\n\nAccepted"
+            "\n\n## Decision\n\nThis ADR, unlike [Use Redis](0002-use-redis.md) itself, "
+            "supersedes [Event bus](0003-event-bus.md).\n",
+        },
+    )
+    imported(cli, folder, "--domain", "adr")
+    entries = by_file(cli)
+    first, second = one(entries, "0001-use-a-cache.md"), one(entries, "0002-use-redis.md")
+    third, fourth = one(entries, "0003-event-bus.md"), one(entries, "0004-tune-redis.md")
+    assert first["superseded_by"] == [second["id"]]
+    assert third["supersedes"] == []
+    assert {"id": first["id"], "kind": "relates-to"} in cli.json("show", third["id"])["relates"]
+    assert fourth["supersedes"] == [third["id"]]
+    assert not [f for f in cli.json("lint", code=None)["findings"] if f["check"] == "forked"]
+
+
+def test_a_wrapped_option_item_goes_on_to_the_next_item(cli, tmp_path):
+    """A list item continues on its next lines, indented or not, until the next item, a blank
+    line or a heading (CommonMark's lazy continuation); "Name -- reason" splits like "Name -"."""
+    folder = _write(
+        tmp_path / "adr",
+        {
+            "0001-forms.md": _RECORD + "## Considered options\n\n"
+            "- **Reactive forms** - Provide direct, explicit access to the underlying\n"
+            "  forms object model.\n"
+            "- **Template-driven forms** - Rely on directives in the template to create and\n"
+            "  manipulate the underlying object model. They don't scale as well.\n"
+            "- **Small services** -- This design would break the service into\n"
+            "smaller ones, but runs into the same problems.\n\n"
+            "## Decision outcome\n\nChosen option: **Reactive forms**, because they scale.\n",
+        },
+    )
+    imported(cli, folder, "--domain", "adr")
+    got = one(by_file(cli), "0001-forms.md")["alternatives_considered"]
+    assert {a["id"]: a["rejected_because"] for a in got} == {
+        "template-driven-forms": "Rely on directives in the template to create and manipulate"
+        " the underlying object model. They don't scale as well.",
+        "small-services": "This design would break the service into smaller ones, but runs into"
+        " the same problems.",
+    }
+
+
+def test_an_admonition_before_the_options_is_an_aside(cli, tmp_path):
+    """Docusaurus' ":::note … :::" between "Considered options" and its list is not the prose a
+    list of reasons follows: the options are still read."""
+    folder = _write(
+        tmp_path / "adr",
+        {
+            "0001-logs.md": _RECORD + "## Considered options\n\n:::note\n\nWe use Datadog today."
+            "\n\n:::\n\n- **Maintain current logging** - Keep every provider; too many to run.\n"
+            "- **Consolidate logging** - One provider.\n\n"
+            "## Decision outcome\n\nChosen option: **Consolidate logging**.\n",
+        },
+    )
+    imported(cli, folder, "--domain", "adr")
+    got = one(by_file(cli), "0001-logs.md")["alternatives_considered"]
+    assert got == [
+        {
+            "id": "maintain-current-logging",
+            "rejected_because": "Keep every provider; too many to run.",
+        }
+    ]
+
+
+def test_alternatives_told_in_prose_are_the_rejected_options(cli, tmp_path):
+    """Nygard's "## Alternatives" in prose, no list naming them: each paragraph (with the
+    paragraphs and points that go on about it) is a rejected alternative, its words the reason;
+    a lone sentence that argues nothing is an aside."""
+    folder = _write(
+        tmp_path / "adr",
+        {
+            "0001-leaks.md": _RECORD + "## Decision\n\nWe will track temporary files.\n\n"
+            "## Alternatives\n\nWe could rely on the finalize method.\n\nYet, such a move should"
+            " not be done as:\n - GC pauses are longer\n - GC is slower\n\n"
+            "Upgrading the JVM is not an option due to licences.\n\n"
+            "Users can still pick their own tools.\n",
+        },
+    )
+    imported(cli, folder, "--domain", "adr")
+    got = one(by_file(cli), "0001-leaks.md")["alternatives_considered"]
+    assert [a["rejected_because"] for a in got] == [
+        "We could rely on the finalize method. Yet, such a move should not be done as: GC pauses"
+        " are longer; GC is slower",
+        "Upgrading the JVM is not an option due to licences.",
+    ]
+
+
+def test_emoji_signed_pros_are_never_a_reason(cli, tmp_path):
+    """ ":white_check_mark:" points are an option's pros and ":no_entry:" its cons: the reason is
+    the cons alone."""
+    folder = _write(
+        tmp_path / "adr",
+        {
+            "0001-watch.md": _RECORD + "## Considered options\n\n- Xamarin\n- SwiftUI\n\n"
+            "## Decision outcome\n\nChosen option: SwiftUI\n\n## Pros and cons of the options\n\n"
+            "### Xamarin\n\n- :white_check_mark: Keeps same tech stack\n"
+            "- :no_entry: Cannot debug correctly\n\n### SwiftUI\n\n- :white_check_mark: Native\n",
+        },
+    )
+    imported(cli, folder, "--domain", "adr")
+    got = one(by_file(cli), "0001-watch.md")["alternatives_considered"]
+    assert got == [{"id": "xamarin", "rejected_because": "Cannot debug correctly"}]
+
+
+def test_a_reused_number_is_an_alias_of_neither_record(cli, tmp_path):
+    """Two records numbered 0009: "ADR-0009" could send a reader to either, so neither gets it
+    (each keeps its file name's stem), and the import says so."""
+    folder = _write(
+        tmp_path / "adr",
+        {
+            "0009-java-11.md": _RECORD + "## Decision\n\nWe move to Java 11.\n",
+            "0009-mapping.md": _RECORD + "## Decision\n\nWe disable dynamic mapping.\n",
+            "0010-cache.md": _RECORD + "## Decision\n\nWe use a cache.\n",
+        },
+    )
+    out = imported(cli, folder, "--domain", "adr")
+    assert any("share a number" in w for w in out["warnings"])
+    entries = by_file(cli)
+    assert one(entries, "0009-java-11.md")["aliases"] == ["0009-java-11"]
+    assert one(entries, "0009-mapping.md")["aliases"] == ["0009-mapping"]
+    assert "ADR-0010" in one(entries, "0010-cache.md")["aliases"]

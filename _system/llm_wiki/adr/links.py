@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import unquote, urlparse
 
-from llm_wiki.adr.markdown import drop_comments, lines_outside_fences
+from llm_wiki.adr.markdown import HEADING_RE, LIST_ITEM_RE, drop_comments, lines_outside_fences
 
 SUPERSESSION = ("superseded-by", "supersedes")
 
@@ -135,11 +135,48 @@ def _may_be_record(ref: str) -> bool:
     return ref.split("#", 1)[0].split("?", 1)[0].lower().endswith(".md")
 
 
+def _last_sentence(text: str) -> str:
+    """The last sentence of ``text`` (a link's "." never ends one)."""
+    masked = _MD_LINK_RE.sub(lambda x: "L" * len(x.group(0)), text)
+    cuts = [m.end() for m in re.finditer(r"(?<=[.!?])\s+", masked)]
+    return text[cuts[-1] :] if cuts else text
+
+
+_SELF_RE = re.compile(
+    r"\b(?:this|the\s+present)\s+(?:m?adr|decision|record|document)\b|\bwe\b", re.I
+)
+
+
+def _another_record_is_subject(subject: str, defs: dict[str, str]) -> bool:
+    """Whether the words before a verb name another record as what does it: a record named
+    there ("[0035] also covers … and supersedes ADR 0026"), and no "this ADR" / "we" opening the
+    sentence or after it ("This ADR, unlike [0002], supersedes …", "Like [0002], this ADR
+    supersedes …" are still this record's)."""
+    refs = [r for r, _ in refs_in(subject, defs)[0] if _may_be_record(r)]
+    if not refs:
+        return False
+    masked = _MD_LINK_RE.sub(lambda x: "L" * len(x.group(0)), subject)
+    last = max((m.end() for m in _MD_LINK_RE.finditer(subject)), default=0)
+    last = max([last] + [m.end() for m in _NUMBER_REF_RE.finditer(masked)])
+    opening = re.sub(r"^[\s>*_+-]*(?:note:\s*)?", "", subject, flags=re.I)
+    return not (_SELF_RE.match(opening) or _SELF_RE.search(subject[last:]))
+
+
 def statements_in_line(
-    line: str, where: str, defs: dict[str, str], following: Sequence[str] = ()
+    line: str,
+    where: str,
+    defs: dict[str, str],
+    following: Sequence[str] = (),
+    preceding: str = "",
 ) -> tuple[list[Statement], list[tuple[str, str]]]:
     """The statements of one line, and the (kind, words) of those it refused to make
-    (hypothetical, placeholder)."""
+    (hypothetical, placeholder).
+
+    ``preceding``: the lines before it of the same paragraph or list item, where its first
+    sentence may have begun. A sentence whose subject is another record ("[0035] … supersedes
+    ADR 0026": a record named before the verb) says nothing of this record's own links: it is
+    a ``relates-to``, never this record's supersession.
+    """
     out: list[Statement] = []
     refused: list[tuple[str, str]] = []
     matches = list(_VERB_RE.finditer(line))
@@ -172,6 +209,10 @@ def statements_in_line(
         if _HYPOTHETICAL_RE.search(sentence):
             refused.append(("hypothetical", line.strip()))
             continue
+        if kind != "relates-to" and _another_record_is_subject(
+            _last_sentence(f"{preceding} {before}" if preceding else before), defs
+        ):
+            kind = "relates-to"
         for ref, label in refs:
             out.append(Statement(kind, ref, label, where))
     return out, refused
@@ -228,7 +269,7 @@ def record_statements(
             continue
         where = "header" if i < header_end else "text"
         following = [ln for ln in lines[i + 1 : i + 4] if ln.strip()][:2]
-        got, bad = statements_in_line(line, where, defs, following)
+        got, bad = statements_in_line(line, where, defs, following, _block_before(lines, i))
         out += got
         refused += bad
         named = {s.ref for s in got}
@@ -238,6 +279,23 @@ def record_statements(
             if ref.startswith("file:") and ref not in named and target.lower().endswith(".md"):
                 cites.append(Statement("cites", ref, label, where))
     return out, refused, cites
+
+
+def _block_before(lines: Sequence[str], i: int) -> str:
+    """The lines before ``lines[i]`` of its paragraph or list item ("" when it starts one)."""
+    out: list[str] = []
+    j = i
+    while j > 0 and not _starts_block(lines[j]) and lines[j - 1].strip():
+        j -= 1
+        if HEADING_RE.match(lines[j]):
+            break
+        out.append(lines[j])
+    return " ".join(reversed(out))
+
+
+def _starts_block(line: str) -> bool:
+    text = line.lstrip()
+    return bool(LIST_ITEM_RE.match(text) or HEADING_RE.match(text) or text.startswith(">"))
 
 
 # "We're looking to move on from this ADR decision … - see [021-Multi-cluster](…)": a note

@@ -54,6 +54,12 @@ _OPTION_SECTION = (
     r"(?:\s+for\b.*)?",
     r"(?:(?:other|alternative)\s+)?(?:options|alternatives|approaches|actions|proposals|solutions"
     rf"|choices|designs)\s+(?:that\s+were\s+|we\s+)?{_WEIGHED}(?:\s+for\b.*)?",
+    r"reasons?\s+against\s+(?:the\s+)?(?:other\s+)?(?:options|alternatives|approaches).*",
+)
+# A section of the options that lost (or only of reasons against them): each is rejected,
+# but the one the decision names ("Alternatives" that list the winner too).
+_LOSERS_SECTION = re.compile(
+    r"(?:alternatives?|rejected|discarded)\b.*|reasons?\s+against\b.*", re.I
 )
 # What an option's heading or item is called before its name: "Option 2:", "Approach 1b:",
 # "Action 2A -", "[option 3] -", "II.", "1 –", "#### 3." (the label, kept to resolve "option 1b").
@@ -67,12 +73,17 @@ _REF = r"(?:option|approach|alternative|proposal|solution|action)\s+#?(\d{1,2}[a
 _ORDINALS = ("first", "second", "third", "fourth", "fifth", "sixth", "seventh", "eighth")
 _ROMAN = {"i": 1, "ii": 2, "iii": 3, "iv": 4, "v": 5, "vi": 6, "vii": 7, "viii": 8, "ix": 9}
 _PROS_CONS = r"pros\s+and\s+cons(?:\s+of\s+the\s+(?:options|alternatives))?"
+# GitHub/Docusaurus emoji used as a point's sign: ":no_entry: Steep learning curve".
+_BAD_SIGN = r"(?::no_entry(?:_sign)?:|:x:|:-1:|:thumbsdown:|:heavy_minus_sign:|[❌⛔👎➖])\s*"
+_GOOD_SIGN = r"(?::white_check_mark:|:heavy_check_mark:|:\+1:|:thumbsup:|:heavy_plus_sign:|[✅✔👍➕]\ufe0f?)\s*"
 _BAD_LABEL = re.compile(
+    rf"^(?:[-*+]\s+)?{_BAD_SIGN}|"
     r"^(?:[-*+]\s+)?(?:\*\*|__|`)?\s*(?:bad|cons?|negatives?|disadvantages?|drawbacks?|"
     r"downsides?|against|risks?|issues?|problems?|concerns?|negative\s+consequences?)\s*(?:\*\*|__|`)?\s*(?:[,:]\s*|\s+(?=because)|$)",
     re.I,
 )
 _GOOD_LABEL = re.compile(
+    rf"^(?:[-*+]\s+)?{_GOOD_SIGN}|"
     r"^(?:[-*+]\s+)?(?:\*\*|__|`)?\s*(?:good|pros?|positives?|advantages?|benefits?|neutral|"
     r"for)\s*(?:\*\*|__|`)?\s*(?:[,:]\s*|\s+(?=because)|$)",
     re.I,
@@ -174,11 +185,19 @@ def alternatives(
             continue
         listed = True
         others_only = title.lower().startswith("other")
-        for group in _options(sec):
+        losers = bool(_LOSERS_SECTION.fullmatch(title))
+        groups = _options(sec)
+        told = not groups  # in prose: each alternative's words are its own reason
+        if told and (others_only or losers):
+            groups = [_prose_alternatives(sec.body)]
+        for group in groups:
             options = [(name, reason) for name, reason, _ in group]
             labels = [label for _, _, label in group]
-            if others_only:
+            if others_only or told:  # alternatives told in prose were not taken
                 rejected = list(enumerate(options))
+            elif losers:
+                chosen = _chosen_all(options, decision_text, labels)
+                rejected = [(i, o) for i, o in enumerate(options) if i not in chosen]
             else:
                 chosen = _chosen_all(options, decision_text, labels)
                 if not chosen:
@@ -190,7 +209,7 @@ def alternatives(
                 names.append(name)
                 cons = pros_cons[paired[i]] if i in paired else ""
                 reason = _option_n_in(decision_text, labels[i] or str(i + 1)) or reason
-                out.append(_alternative(ids[i], name, cons, reason, decision_text, elsewhere))
+                out.append(_alternative(ids[i], name, cons, reason, decision_text, elsewhere, told))
     if not listed and pros_cons:  # options only under "Pros and Cons of the Options"
         options = [(name, "") for name in pros_cons]
         chosen_set = _chosen_all(options, decision_text)
@@ -369,10 +388,13 @@ def _alternative(
     reason: str,
     decision: str,
     elsewhere: _Elsewhere | None = None,
+    told: bool = False,
 ) -> Alternative:
     """A rejected option with its reason: its cons (from the pros-and-cons heading paired with
-    it), else its own text, else the decision's or another section's words about it."""
-    if reason and _restates(reason, name):
+    it), else its own text, else the decision's or another section's words about it.
+    ``told``: an alternative told in prose, named by its own first sentence, which its reason
+    starts with."""
+    if reason and not told and _restates(reason, name):
         reason = ""  # "Option 2: <its name again>" says what it is, not why it lost
     text = cons or reason or _named_in_decision(name, decision)
     text = text or (elsewhere.reason(name) if elsewhere else "") or PLACEHOLDER
@@ -426,6 +448,11 @@ def _unlabelled_points(body: str) -> str:
 
 _AGAINST = re.compile(
     r"\b(?:but|however|cannot|can't|not|too|lacks?|drawbacks?|downsides?|risks?|no\s+good)\b", re.I
+)
+
+
+_AGAINST_HEAD = (
+    r"\b(?:downsides?|drawbacks?|disadvantages?|cons|limitations?|problems?|issues?|caveats?)"
 )
 
 
@@ -524,6 +551,8 @@ _INTRO_RE = re.compile(
 )
 
 
+# Docusaurus / VuePress admonitions: ":::note", ":::tip Title", closed by ":::".
+_ADMONITION_RE = re.compile(r"^\s*:::(?:\s*[a-z][\w-]*.*)?\s*$", re.I)
 _LINK_DEF_RE = re.compile(r"^\s*\[[^\]]+\]:\s*\S+")
 
 
@@ -543,7 +572,13 @@ def _list_options(body: str) -> list[tuple[str, str, str]]:
     prose_first = False
     blank = False
     between: list[str] = []  # paragraphs after an item: its own if another item follows
+    aside = False
     for line, fenced in lines_outside_fences(drop_comments(body)):
+        if not fenced and _ADMONITION_RE.match(line):
+            aside = not aside if line.strip() == ":::" else True  # ":::" closes, ":::note" opens
+            continue
+        if aside:  # a ":::note … :::" block is an aside: neither prose before the list nor an item
+            continue
         if fenced or not line.strip() or is_break(line) or _LINK_DEF_RE.match(line):
             blank = blank or bool(items)
             continue
@@ -570,27 +605,91 @@ def _list_options(body: str) -> list[tuple[str, str, str]]:
         if depth == 0 and not LIST_ITEM_RE.match(stripped) and (blank or between):
             between.append(stripped)  # a paragraph after the item, not inside it
             continue
-        if depth == 0 and not LIST_ITEM_RE.match(stripped) and not items[-1][1]:
-            items[-1] = (items[-1][0] + " " + stripped, items[-1][1])  # a wrapped item
+        if not LIST_ITEM_RE.match(stripped) and not items[-1][1] and not blank and not between:
+            # a wrapped item, its next line indented or not (CommonMark's lazy continuation):
+            # the item goes on to the next item, a blank line or a heading
+            items[-1] = (items[-1][0] + " " + stripped, items[-1][1])
             continue
         items[-1][1].append(line)
     if prose_first:
         return []
     options: list[tuple[str, str, str]] = []
-    for item, nested in items:
+    firsts = [_first_sentence(strip_md(item)) for item, _ in items]
+    taken = [option_name(f) for f in firsts] + [option_name(strip_md(i)) for i, _ in items]
+    for (item, nested), first in zip(items, firsts, strict=True):
         item = strip_md(item)
         name, reason = item, ""
-        split = re.match(r"^(.{2,80}?)(?:\s*:\s+|\s+[-–—]\s+)(.+)$", item)
+        split = re.match(r"^(.{2,80}?)(?:\s*:\s+|\s+(?:--?|[–—])\s+)(.+)$", item)
         if split and not _quoted_colon(split.group(1), []):
             name, reason = split.group(1), split.group(2)
+        elif first and taken.count(option_name(first)) == 1:  # "Indexes avoid X. However …"
+            name, reason = first, item[len(first) :].strip()
         if nested:
             text = "\n".join(nested)
             prose = [p for p in paragraphs(text) if not LIST_ITEM_RE.match(p)]
-            reason = cons_of(text) or reason or _objections(text) or (prose[0] if prose else "")
+            against = re.search(
+                rf"{_AGAINST_HEAD}\W*:$", item, re.I
+            )  # "suffers from these downsides:"
+            reason = (
+                cons_of(text)
+                or reason
+                or (_unlabelled_points(text) if against else "")
+                or _objections(text)
+                or (prose[0] if prose else "")
+            )
         label = option_label(item)
         if not _is_hole(item) and (name := option_name(name)):
             options.append((name, reason, label))
     return options
+
+
+# A paragraph that goes on about the alternative before it ("Yet, such a move …", "However, …").
+_GOES_ON_RE = re.compile(
+    r"^(?:yet|however|but|this|that|these|those|such|with\s+such|doing\s+so|also|furthermore|"
+    r"moreover|see|note|to\s+be\s+noted|while|indeed|unfortunately|as\s+such|it|they|all\s+this|"
+    r"hence|thus|therefore)\b",
+    re.I,
+)
+
+
+def _prose_alternatives(body: str) -> list[tuple[str, str, str]]:
+    """Alternatives told in prose, no list or heading naming them (Nygard's "## Alternatives":
+    "Similar functionalities can be implemented by relying on finalize. Yet, such a move should
+    not be done: - Longer GC pauses …"): each paragraph that does not go on about the one
+    before is one, named by its first sentence, its words and points the reason. A lone sentence
+    that argues nothing against anything is an aside, not an alternative."""
+    groups: list[list[str]] = []
+    for para in paragraphs(body):
+        item = LIST_ITEM_RE.match(para)
+        if groups and (item or _GOES_ON_RE.match(para)):
+            groups[-1].append(para)
+        elif not item:
+            groups.append([para])
+    out: list[tuple[str, str, str]] = []
+    for first, *rest in groups:
+        said = sentences(first)
+        if not said or (len(said) == 1 and not rest and not _AGAINST.search(first)):
+            continue  # one sentence that argues nothing ("Users can still …"): an aside
+        reason = first
+        for para in rest:
+            item = LIST_ITEM_RE.match(para)
+            text = LIST_ITEM_RE.sub("", para).strip()
+            reason += ("; " if item and not reason.endswith(":") else " ") + text
+        if not _is_hole(said[0]) and (name := option_name(said[0])):
+            out.append((name, reason, ""))
+    return out
+
+
+def _first_sentence(item: str) -> str:
+    """An item's first sentence when more follow and it can be a name (short, no open
+    parenthesis or quote): "Indexes avoid X." of "Indexes avoid X. However they …"."""
+    said = sentences(item)
+    first = said[0] if len(said) > 1 else ""
+    if not first or len(first) > 120 or first.count("(") != first.count(")"):
+        return ""
+    if sum(first.count(q) for q in '"“”') % 2 or not item.startswith(first):
+        return ""
+    return first
 
 
 def _quoted_colon(head: str, raw_items: list[str]) -> bool:

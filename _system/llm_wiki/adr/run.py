@@ -17,6 +17,7 @@ from __future__ import annotations
 import difflib
 import re
 from collections import Counter
+from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -474,6 +475,7 @@ def import_adr(
         repository = base.name
     _date_records(records, git, warnings)
     links = _resolve_links(records, folder, warnings)
+    shared = _shared_aliases(records, warnings)
     source = {
         r.rel: f"adr:{repository}/{r.path.resolve().relative_to(base).as_posix()}" for r in records
     }
@@ -539,7 +541,7 @@ def import_adr(
                 relates.append(Relation(ids[b], kind))
             elif b == record.rel and a in ids:
                 relates.append(Relation(ids[a], RELATION_INVERSE[kind]))
-        entry = _entry(record, domain, scope, supersedes, tuple(relates), src, body)
+        entry = _entry(record, domain, scope, supersedes, tuple(relates), src, body, shared)
         if dry_run:
             action = "would-update" if prev is not None else "would-create"
             ids[record.rel] = f"(new: {record.rel})"
@@ -577,6 +579,20 @@ _GENERIC = frozenset(
 )
 
 
+def _shared_aliases(records: list[Record], warnings: list[str]) -> set[str]:
+    """Aliases two records would both get (a reused number: "ADR-0009" for two files): given
+    to neither, since a reader citing one could be sent to the other; each is warned about."""
+    holders: dict[str, list[str]] = {}
+    for record in records:
+        for alias in {a.lower() for a in record.aliases}:
+            holders.setdefault(alias, []).append(record.rel)
+    shared = {alias for alias, rels in holders.items() if len(rels) > 1}
+    numbers = {tuple(sorted(holders[a])) for a in shared}
+    for rels in sorted(numbers):
+        warnings.append(f"{' and '.join(rels)} share a number: its aliases go to neither")
+    return shared
+
+
 def _named_folder(folder: Path) -> Path:
     """The folder that names records outside git: the first from ``folder`` up whose name says
     whose records they are (``ours/docs/adr`` -> ``ours``, so two teams' ``adr`` differ)."""
@@ -599,6 +615,7 @@ def _entry(
     relates: tuple[Relation, ...],
     source: str,
     body: str,
+    shared: AbstractSet[str] = frozenset(),  # aliases two records would share: left out
 ) -> Entry:
     actors = tuple(dict.fromkeys(name for name, _ in record.roles))
     roles: dict[str, list[str]] = {}
@@ -622,7 +639,7 @@ def _entry(
         supersedes=supersedes,
         relates=relates,
         alternatives_considered=record.alternatives,
-        aliases=record.aliases,
+        aliases=tuple(a for a in record.aliases if a.lower() not in shared),
         sources=(source,),
         body=body,
     )
