@@ -694,3 +694,12 @@ def test_chunks_shrink_to_fit_a_small_context_window(cli, wiki_path, big_domain)
     assert "too-long" in (wiki_path / "synthesis-failures.md").read_text()
     for purpose, prompt in MockBackend.history:
         assert estimate_tokens(prompt) + 512 <= 2048, purpose
+
+
+def test_a_dry_runs_estimate_counts_the_verifying_calls_and_suffices(cli, big_domain):
+    planned = cli.json("consolidate", "--dry-run", "--verify-with-llm")
+    assert planned["verify"]["calls"] >= 2 and planned["domains"][0]["status"] == "planned"
+    MockBackend.enqueue(*[good] * 100)
+    out = cli.json("consolidate", "--verify-with-llm", "--max-calls", str(planned["calls"]))
+    assert out["domains"][0]["status"] == "written", out["domains"][0]
+    assert out["calls"] <= planned["calls"] and out["verify"]["calls"] >= 2

@@ -553,3 +553,22 @@ def test_inbox_counts_a_file_whose_every_proposal_failed_as_failed(cli, mock, tm
     out = cli.json("ingest", "--inbox", inbox, "--quiet-minutes", "0", "--backend", "mock", code=1)
     assert out["ok"] is False and out["llm_outcome"] == {"ok": 0, "failed": 1}
     assert out["items"][0]["status"] == "failed"
+
+
+def test_an_unreadable_reply_still_prints_json_and_exits_1(cli, tmp_path, monkeypatch):
+    mock = tmp_path / "bad.py"
+    mock.write_text('def respond(prompt, purpose):\n    return "I am not JSON"\n')
+    monkeypatch.setenv("LLM_WIKI_MOCK_FILE", str(mock))
+    source = tmp_path / "file.txt"
+    source.write_text("We chose Postgres over MySQL for the ledger.\n")
+    out = cli.json("ingest", str(source), "--backend", "mock", code=1)
+    assert out["llm_outcome"] == {"ok": 0, "failed": 2} and "could not be read" in out["error"]
+    assert out["written"] == [] and out["calls"] == 2
+    inbox = tmp_path / "inbox"
+    inbox.mkdir()
+    (inbox / "a.txt").write_text("We chose Redis for the cache.\n")
+    os.utime(inbox / "a.txt", (0, 0))
+    args = ["--inbox", str(inbox), "--quiet-minutes", "0", "--backend", "mock"]
+    out = cli.json("ingest", *args, code=1)
+    assert out["items"][0]["status"] == "failed"
+    assert out["llm_outcome"] == {"ok": 0, "failed": 2}

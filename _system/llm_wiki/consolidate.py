@@ -607,6 +607,7 @@ class _Run:
         if missing:  # dry run: the combining call's prompt is not known yet; estimate it
             guess = backends.estimate_tokens(previous) + 60 * MAX_NOTES * len(chunks)
             self._dry_call(work, guess, "final")
+            self._dry_verify(work)
             return None
         prompt = render_prompt(
             "consolidate_combine.j2",
@@ -642,6 +643,8 @@ class _Run:
         """One call, checked; one repair with the reasons; else _Failed. None in a dry run."""
         if self.dry_run:
             self._dry_call(work, backends.estimate_tokens(prompt), kind)
+            if kind == "final":
+                self._dry_verify(work)
             return None
         text = self._call(work, purpose, prompt, kind)
         reply, problems = self._judge(work, text, check, kind)
@@ -687,6 +690,21 @@ class _Run:
         self.budget.tokens += cost
         work.tally.calls += 1
         work.tally.tokens += cost
+
+    def _dry_verify(self, work: _Domain) -> None:
+        """Dry run: the verifying calls a final reply brings, one per chunk of the evidence (as
+        when each entry is cited once), so a run given the estimate can verify what it writes."""
+        if not self.verify:
+            return
+        ids = [e.id for e in work.entries]
+        for members in make_chunks(ids, work.blocks, self.chunk_tokens):
+            calls, tokens = work.tally.calls, work.tally.tokens
+            size = sum(backends.estimate_tokens(work.blocks[i]) for i in members)
+            try:
+                self._dry_call(work, size + TEMPLATE_TOKENS, "verify")
+            finally:
+                work.tally.verify_calls += work.tally.calls - calls
+                work.tally.verify_tokens += work.tally.tokens - tokens
 
     def _call(self, work: _Domain, purpose: str, prompt: str, kind: str) -> str:
         """One completion within the budget; transport faults are retried, then _BackendDown."""

@@ -149,6 +149,15 @@ class Rejected:
         }
 
 
+class UnreadableReply(BackendFailed):
+    """The model's reply could not be read, even after a repair; ``result`` says what was
+    spent (nothing was stored)."""
+
+    def __init__(self, message: str, result: IngestResult | None = None) -> None:
+        super().__init__(message)
+        self.result = result
+
+
 @dataclass(frozen=True)
 class IngestResult:
     source: str  # the path given, or "-"
@@ -772,7 +781,19 @@ def _ingest(
         prompt = _prompt(
             wiki, part, len(parts), kind=kind, scope=scope, earlier=first - 1, domains=domains
         )
-        items, used = _ask(wiki, llm, system, prompt, scope)
+        try:
+            items, used = _ask(wiki, llm, system, prompt, scope)
+        except UnreadableReply as exc:  # what was spent goes with the error, for --json
+            raise UnreadableReply(
+                exc.message,
+                dataclasses.replace(
+                    base,
+                    calls=calls + 2,
+                    parts=len(parts),
+                    llm_ok=calls - failed,
+                    llm_failed=failed + 2,
+                ),
+            ) from None
         failed += used[0] - 1  # a repair call means the first reply could not be read
         calls += used[0]
         tokens_in += used[1]
@@ -904,7 +925,7 @@ def _ask(
     try:
         return parse_proposals(again.text), used
     except ValueError as exc:
-        raise BackendFailed(
+        raise UnreadableReply(
             f"the model's reply could not be read, twice ({exc}); nothing was stored. Try "
             "again, or another --model."
         ) from None
@@ -998,7 +1019,8 @@ def ingest_inbox(
         except BackendUnavailable:
             raise
         except WikiError as exc:
-            items.append(InboxItem(name, "failed", exc.message))
+            spent = exc.result if isinstance(exc, UnreadableReply) else None
+            items.append(InboxItem(name, "failed", exc.message, spent))
             continue
         if result.llm_all_failed:  # stored and logged, but nothing the LLM proposed passed
             failed = "every entry the LLM proposed failed the checks"

@@ -821,7 +821,16 @@ def wiki_ingest(
             sys.exit(1)
         return
     source = sys.stdin.buffer.read() if path == "-" else str(path)
-    result = session.ingest(source, **options)
+    from llm_wiki.ingest import UnreadableReply  # deferred: start-up
+
+    try:
+        result = session.ingest(source, **options)
+    except UnreadableReply as exc:  # --json: print what was spent, then exit 1 as others do
+        if not as_json or exc.result is None:
+            raise
+        _print_json({**exc.result.to_dict(), "error": exc.message})
+        click.echo(f"Error: {exc.message}", err=True)
+        sys.exit(1)
     if as_json:
         _print_json(result.to_dict())
     else:
