@@ -89,6 +89,12 @@ def linked(built_wiki) -> tuple[Cli, dict[str, dict]]:
 # --------------------------------------------------------------------------- fields and dates
 
 
+def _alternatives(cli, tmp_path, name: str, text: str) -> list:
+    """The alternatives import-adr reads from one record ``name`` holding ``text``."""
+    imported(cli, _write(tmp_path / "adr", {name: text}), "--domain", "adr")
+    return one(by_file(cli), name)["alternatives_considered"]
+
+
 def test_fields_come_from_the_record(nygard):
     terraform = one(nygard, "0001-multi-account-terraform.md")
     assert terraform["date"] == "2020-02-20"
@@ -969,21 +975,19 @@ def test_a_sentence_about_another_records_supersession_is_not_this_records(cli, 
 def test_a_wrapped_option_item_goes_on_to_the_next_item(cli, tmp_path):
     """A list item continues on its next lines, indented or not, until the next item, a blank
     line or a heading (CommonMark's lazy continuation); "Name -- reason" splits like "Name -"."""
-    folder = _write(
-        tmp_path / "adr",
-        {
-            "0001-forms.md": _RECORD + "## Considered options\n\n"
-            "- **Reactive forms** - Provide direct, explicit access to the underlying\n"
-            "  forms object model.\n"
-            "- **Template-driven forms** - Rely on directives in the template to create and\n"
-            "  manipulate the underlying object model. They don't scale as well.\n"
-            "- **Small services** -- This design would break the service into\n"
-            "smaller ones, but runs into the same problems.\n\n"
-            "## Decision outcome\n\nChosen option: **Reactive forms**, because they scale.\n",
-        },
+    got = _alternatives(
+        cli,
+        tmp_path,
+        "0001-forms.md",
+        _RECORD + "## Considered options\n\n"
+        "- **Reactive forms** - Provide direct, explicit access to the underlying\n"
+        "  forms object model.\n"
+        "- **Template-driven forms** - Rely on directives in the template to create and\n"
+        "  manipulate the underlying object model. They don't scale as well.\n"
+        "- **Small services** -- This design would break the service into\n"
+        "smaller ones, but runs into the same problems.\n\n"
+        "## Decision outcome\n\nChosen option: **Reactive forms**, because they scale.\n",
     )
-    imported(cli, folder, "--domain", "adr")
-    got = one(by_file(cli), "0001-forms.md")["alternatives_considered"]
     assert {a["id"]: a["rejected_because"] for a in got} == {
         "template-driven-forms": "Rely on directives in the template to create and manipulate"
         " the underlying object model. They don't scale as well.",
@@ -995,17 +999,15 @@ def test_a_wrapped_option_item_goes_on_to_the_next_item(cli, tmp_path):
 def test_an_admonition_before_the_options_is_an_aside(cli, tmp_path):
     """Docusaurus' ":::note … :::" between "Considered options" and its list is not the prose a
     list of reasons follows: the options are still read."""
-    folder = _write(
-        tmp_path / "adr",
-        {
-            "0001-logs.md": _RECORD + "## Considered options\n\n:::note\n\nWe use Datadog today."
-            "\n\n:::\n\n- **Maintain current logging** - Keep every provider; too many to run.\n"
-            "- **Consolidate logging** - One provider.\n\n"
-            "## Decision outcome\n\nChosen option: **Consolidate logging**.\n",
-        },
+    got = _alternatives(
+        cli,
+        tmp_path,
+        "0001-logs.md",
+        _RECORD + "## Considered options\n\n:::note\n\nWe use Datadog today."
+        "\n\n:::\n\n- **Maintain current logging** - Keep every provider; too many to run.\n"
+        "- **Consolidate logging** - One provider.\n\n"
+        "## Decision outcome\n\nChosen option: **Consolidate logging**.\n",
     )
-    imported(cli, folder, "--domain", "adr")
-    got = one(by_file(cli), "0001-logs.md")["alternatives_considered"]
     assert got == [
         {
             "id": "maintain-current-logging",
@@ -1018,18 +1020,16 @@ def test_alternatives_told_in_prose_are_the_rejected_options(cli, tmp_path):
     """Nygard's "## Alternatives" in prose, no list naming them: each paragraph (with the
     paragraphs and points that go on about it) is a rejected alternative, its words the reason;
     a lone sentence that argues nothing is an aside."""
-    folder = _write(
-        tmp_path / "adr",
-        {
-            "0001-leaks.md": _RECORD + "## Decision\n\nWe will track temporary files.\n\n"
-            "## Alternatives\n\nWe could rely on the finalize method.\n\nYet, such a move should"
-            " not be done as:\n - GC pauses are longer\n - GC is slower\n\n"
-            "Upgrading the JVM is not an option due to licences.\n\n"
-            "Users can still pick their own tools.\n",
-        },
+    got = _alternatives(
+        cli,
+        tmp_path,
+        "0001-leaks.md",
+        _RECORD + "## Decision\n\nWe will track temporary files.\n\n"
+        "## Alternatives\n\nWe could rely on the finalize method.\n\nYet, such a move should"
+        " not be done as:\n - GC pauses are longer\n - GC is slower\n\n"
+        "Upgrading the JVM is not an option due to licences.\n\n"
+        "Users can still pick their own tools.\n",
     )
-    imported(cli, folder, "--domain", "adr")
-    got = one(by_file(cli), "0001-leaks.md")["alternatives_considered"]
     assert [a["rejected_because"] for a in got] == [
         "We could rely on the finalize method. Yet, such a move should not be done as: GC pauses"
         " are longer; GC is slower",
@@ -1040,17 +1040,15 @@ def test_alternatives_told_in_prose_are_the_rejected_options(cli, tmp_path):
 def test_emoji_signed_pros_are_never_a_reason(cli, tmp_path):
     """ ":white_check_mark:" points are an option's pros and ":no_entry:" its cons: the reason is
     the cons alone."""
-    folder = _write(
-        tmp_path / "adr",
-        {
-            "0001-watch.md": _RECORD + "## Considered options\n\n- Xamarin\n- SwiftUI\n\n"
-            "## Decision outcome\n\nChosen option: SwiftUI\n\n## Pros and cons of the options\n\n"
-            "### Xamarin\n\n- :white_check_mark: Keeps same tech stack\n"
-            "- :no_entry: Cannot debug correctly\n\n### SwiftUI\n\n- :white_check_mark: Native\n",
-        },
+    got = _alternatives(
+        cli,
+        tmp_path,
+        "0001-watch.md",
+        _RECORD + "## Considered options\n\n- Xamarin\n- SwiftUI\n\n"
+        "## Decision outcome\n\nChosen option: SwiftUI\n\n## Pros and cons of the options\n\n"
+        "### Xamarin\n\n- :white_check_mark: Keeps same tech stack\n"
+        "- :no_entry: Cannot debug correctly\n\n### SwiftUI\n\n- :white_check_mark: Native\n",
     )
-    imported(cli, folder, "--domain", "adr")
-    got = one(by_file(cli), "0001-watch.md")["alternatives_considered"]
     assert got == [{"id": "xamarin", "rejected_because": "Cannot debug correctly"}]
 
 
