@@ -445,3 +445,21 @@ def test_index_sweeps_what_killed_index_writes_left_in_every_index_folder(
     cli("index", *as_root)
     assert [p.name for p in left if p.exists()] == []
     cli("index", "--check", *as_root)
+
+
+def test_index_says_when_it_takes_in_an_entry_edited_by_hand(cli, wiki_path):
+    """The catalog follows the files, so an edit by hand goes into INDEX.md and answers: index
+    names it (verify says more) instead of publishing it without a word."""
+    entry_id = cli.json(*write_args("The nightly ledger report runs at 02:00"))["id"]
+    (path,) = wiki_path.glob(f"entries/*/*/{entry_id}.md")
+    os.chmod(path, 0o644)
+    path.write_text(path.read_text().replace("runs at 02:00", "was fine"))
+    assert [u["id"] for u in cli.json("index")["unlogged"]] == [entry_id]
+    path.write_text(path.read_text().replace("was fine", "was fine, really"))
+    said = cli("index").stderr
+    assert f"warning: {entry_id} (entries/" in said and "`llm-wiki verify` says more" in said
+    assert cli.json("index")["unlogged"] == []  # nothing read again: nothing to say
+    cli(*write_args("Written through the tool"))
+    assert cli.json("index", "--full")["unlogged"] == [
+        {"id": entry_id, "path": str(path.relative_to(wiki_path))}
+    ]

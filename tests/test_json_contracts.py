@@ -27,7 +27,7 @@ ENTRY = {
     "scope", "origin", "actors", "tags", "supersedes", "alternatives_considered", "aliases",
     "questions", "sources", "resolves", "path", "archive", "sha256",
 }  # fmt: skip
-INDEX = {"entries", "parsed", "removed", "written", "stale", "problems", "vectors"}
+INDEX = {"entries", "parsed", "removed", "written", "stale", "problems", "vectors", "unlogged"}
 CONSOLIDATE = {
     "backend", "backend_source", "model", "method", "dry_run", "budget", "calls", "tokens",
     "up_to_date", "error", "llm_outcome", "limits", "verify", "domains",

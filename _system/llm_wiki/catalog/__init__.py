@@ -17,7 +17,7 @@ from __future__ import annotations
 import contextlib
 import itertools
 import os
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any
 
 from llm_wiki.access import Viewer
@@ -279,9 +279,26 @@ def rebuild_index(wiki: Wiki, *, full: bool = False) -> IndexResult:
                 removed=result.removed,
                 written=result.written,
                 problems=tuple(catalog.problems()),
+                unlogged=_unlogged(wiki, result.read),
             )
         finally:
             catalog.close()
+
+
+def _unlogged(wiki: Wiki, read: Sequence[tuple[str, str, str]]) -> tuple[tuple[str, str], ...]:
+    """(id, path) of each entry file a scan read whose bytes no write line of log.md logged:
+    edited, or added, behind the tool's back. The catalog follows the files, so without this
+    `index` would put a hand edit into INDEX.md and answers without a word (verify says more)."""
+    if not read:
+        return ()
+    import llm_wiki.store as store  # deferred: start-up of a fresh read (log and lock code)
+
+    logged: dict[str, set[str]] = {}
+    for entry_id, sha, _scope, _path in store.iter_writes(wiki):
+        logged.setdefault(entry_id, set()).add(sha)
+    return tuple(
+        (entry_id, path) for entry_id, sha, path in read if sha not in logged.get(entry_id, ())
+    )
 
 
 # Everything a read is served from, in an order both catalogs share: a hand edit of any row

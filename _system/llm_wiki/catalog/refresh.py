@@ -175,18 +175,27 @@ def _row_values(parsed: Parsed, superseded_by: str | None, line: str) -> tuple[A
 
 
 class ScanResult(Frozen):
-    """Files a scan re-parsed, rows it dropped, index files it wrote."""
+    """Files a scan re-parsed, rows it dropped, index files it wrote; ``read``: (id, sha256,
+    path) of each loose entry file it read."""
 
-    FIELDS = ("parsed", "removed", "written")
+    FIELDS = ("parsed", "removed", "written", "read")
     __slots__ = FIELDS
     parsed: int
     removed: int
     written: tuple[str, ...]
+    read: tuple[tuple[str, str, str], ...]
 
-    def __init__(self, parsed: int, removed: int, written: tuple[str, ...] = ()) -> None:
+    def __init__(
+        self,
+        parsed: int,
+        removed: int,
+        written: tuple[str, ...] = (),
+        read: tuple[tuple[str, str, str], ...] = (),
+    ) -> None:
         object.__setattr__(self, "parsed", parsed)
         object.__setattr__(self, "removed", removed)
         object.__setattr__(self, "written", written)
+        object.__setattr__(self, "read", read)
 
 
 class _NeedsScan(Exception):
@@ -660,10 +669,16 @@ def scan(catalog: Catalog, report: progress.Progress | None = None) -> ScanResul
         shown = report
     if report is not None:
         report.task("index: reading entries", total=len(pending))
-    parsed = (
-        parse_file(rel, (root / rel).read_bytes(), mtime, size)
-        for rel, mtime, size in shown.each(sorted(pending), lambda p: p[0])
-    )
+    read: list[tuple[str, str, str]] = []
+
+    def parsed_files() -> Iterator[Parsed]:
+        for rel, mtime, size in shown.each(sorted(pending), lambda p: p[0]):
+            got = parse_file(rel, (root / rel).read_bytes(), mtime, size)
+            if got.entry is not None:
+                read.append((got.entry.id, got.sha256, rel))
+            yield got
+
+    parsed = parsed_files()
     with catalog.db:
         catalog.set_meta("render_pending", "1")
         touched: set[str] | None = None
@@ -687,7 +702,10 @@ def scan(catalog: Catalog, report: progress.Progress | None = None) -> ScanResul
         catalog.db.execute("PRAGMA journal_mode=WAL")
         catalog.db.execute("PRAGMA synchronous=NORMAL")
     return ScanResult(
-        parsed=len(pending) + len(changed), removed=len(removed), written=tuple(written)
+        parsed=len(pending) + len(changed),
+        removed=len(removed),
+        written=tuple(written),
+        read=tuple(read),
     )
 
 

@@ -18,6 +18,7 @@ class IndexResult:
     stale: tuple[str, ...] = ()
     problems: tuple[tuple[str, str], ...] = field(default=())
     vectors: dict[str, Any] | None = None  # the entry vectors' refresh, when ranking uses them
+    unlogged: tuple[tuple[str, str], ...] = ()  # (id, path): bytes no write line logged
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -28,4 +29,5 @@ class IndexResult:
             "stale": list(self.stale),
             "problems": [{"path": p, "message": m} for p, m in self.problems],
             "vectors": self.vectors,
+            "unlogged": [{"id": i, "path": p} for i, p in self.unlogged],
         }

@@ -104,6 +104,13 @@ def index_build(
             )
     for path, message in result.problems:
         _note(f"warning: {path}: unreadable entry skipped: {message}")
+    for entry_id, path in result.unlogged[:5]:
+        _note(
+            f"warning: {entry_id} ({path}): its bytes are not what log.md logged: edited or "
+            "added by hand; it is indexed as it is now, `llm-wiki verify` says more"
+        )
+    if len(result.unlogged) > 5:
+        _note(f"warning: and {len(result.unlogged) - 5} more: `llm-wiki verify` lists them")
     if check and result.stale:
         sys.exit(1)
 
