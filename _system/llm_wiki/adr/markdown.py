@@ -21,7 +21,9 @@ class Section:
 
 # A heading's text leaves out a closing ``#`` run and a kramdown / Pandoc attribute list
 # (``{#adr_0001}``, ``{#id .class}``, ``{: .no_toc}``): markup for the site, not the title.
-HEADING_RE = re.compile(r"^(#{1,6})\s*(.*?)\s*(?:\{[#.:][^{}]*\})?\s*#*\s*$")
+# Possessive runs (``*+``): with the lazy title before them, plain ``\s*`` tried every split of a
+# run of spaces, and a heading of ``# 1. Use X`` + 600 spaces took minutes to import.
+HEADING_RE = re.compile(r"^(#{1,6})\s*+(.*?)\s*+(?:\{[#.:][^{}]*\})?\s*+#*+\s*+$")
 ATTRIBUTES_RE = re.compile(r"\s*\{[#.:][^{}]*\}\s*$")
 _BREAK_RE = re.compile(r"^\s{0,3}(?:(?:-\s*){3,}|(?:\*\s*){3,}|(?:_\s*){3,})$")
 
